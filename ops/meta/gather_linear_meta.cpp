@@ -1,0 +1,34 @@
+// Meta kernel of fgl::gather_linear: validates and describes the result
+// (shape, dtype, device) without touching data, for fake tensors,
+// torch.compile and torch.export.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "gather_linear_checks.h"
+
+namespace fgl {
+namespace {
+
+at::Tensor gather_linear_meta(const at::Tensor& x, const at::Tensor& weight,
+                              const std::optional<at::Tensor>& bias) {
+  const auto s = detail::check_gather_linear_inputs(x, weight, bias);
+  return at::empty({s.B, s.K}, x.options());
+}
+
+at::Tensor& gather_linear_out_meta(const at::Tensor& x,
+                                   const at::Tensor& weight,
+                                   const std::optional<at::Tensor>& bias,
+                                   at::Tensor& out) {
+  const auto s = detail::check_gather_linear_inputs(x, weight, bias);
+  detail::check_gather_linear_out(out, x, weight, bias, s);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fgl, Meta, m) {
+  m.impl("gather_linear", &gather_linear_meta);
+  m.impl("gather_linear.out", &gather_linear_out_meta);
+}
+
+}  // namespace fgl

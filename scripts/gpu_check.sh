@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Everything the GPU machine is for, in one go: build against the machine's
+# own torch, run the whole test suite, the CUDA tests under compute-sanitizer
+# (memcheck, racecheck, initcheck) and the benchmark. Logs go to the folder
+# given (default: gpu-logs/); a summary is printed last.
+# Usage: scripts/gpu_check.sh [LOG_DIR] [bench args...]
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+logs="$(mkdir -p "${1:-gpu-logs}" && cd "${1:-gpu-logs}" && pwd)"
+shift || true
+export FGL_PYTHON="${FGL_PYTHON_GPU:-python3}"
+export FGL_BUILD_DIR="${FGL_BUILD_DIR_GPU:-$FGL_ROOT/build-gpu}"
+summary="$logs/summary.txt"
+: >"$summary"
+step() {  # step NAME COMMAND...: runs, logs, records pass/fail and seconds
+  local name="$1"; shift
+  local t0=$SECONDS
+  "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  printf '%-22s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" \
+    "$(tail -n 1 "$logs/$name.log")" | tee -a "$summary"
+  return $rc
+}
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm \
+    --format=csv,noheader
+  nvcc --version | tail -n 1
+  "$FGL_PYTHON" -c 'import torch; print("torch", torch.__version__)'
+} >"$logs/machine.txt" 2>&1
+cat "$logs/machine.txt"
+
+step build "$FGL_ROOT/scripts/build.sh" -DFGL_BUILD_BENCH=ON || exit 1
+tests="$FGL_BUILD_DIR/tests/fgl_tests"
+step ctest ctest --test-dir "$FGL_BUILD_DIR" --output-on-failure \
+  --parallel 8
+grep -E "tests passed|tests failed|Total Test time" "$logs/ctest.log" \
+  | tee -a "$summary"
+# The sanitizers replay the CUDA-touching tests (every sweep runs on the GPU).
+for tool in memcheck racecheck initcheck; do
+  step "sanitizer-$tool" compute-sanitizer --tool "$tool" \
+    --error-exitcode 9 "$tests" --gtest_brief=1 \
+    --gtest_filter='*Sweep*:*Cuda*'
+done
+if [ -x "$FGL_BUILD_DIR/bench/fgl_bench" ]; then
+  step bench "$FGL_BUILD_DIR/bench/fgl_bench" --json "$logs/bench.json" "$@"
+  cat "$logs/bench.log"
+fi
+echo "==== summary"
+cat "$summary"

@@ -1,0 +1,53 @@
+// Shared pieces of the fgl GoogleTest suite: the float64 reference, fresh
+// random inputs, dtype-aware comparison and device discovery.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fgl::testing {
+
+/// The path users write today, in float64: linear(cat(x.unbind(0), -1)).
+at::Tensor reference_gather_linear(const at::Tensor& x,
+                                   const at::Tensor& weight,
+                                   const std::optional<at::Tensor>& bias);
+
+/// Standard-normal values of `dtype` on `device`; never all zeros.
+at::Tensor random_tensor(at::IntArrayRef sizes, at::ScalarType dtype,
+                         const at::Device& device);
+
+/// Passes when every |out - ref| <= rtol(dtype) * (|ref| + rms(ref)); NaN or
+/// an unwritten (NaN-poisoned) element never passes.
+::testing::AssertionResult matches_reference(const at::Tensor& out,
+                                             const at::Tensor& ref);
+
+/// "cpu", "cuda:0", ... for every device this process can run the op on.
+std::vector<at::Device> available_devices();
+
+/// Dtypes the op supports on every backend.
+std::vector<at::ScalarType> supported_dtypes();
+
+/// Runs `fn`, expecting a c10::Error whose message contains every fragment.
+template <typename Fn>
+::testing::AssertionResult throws_with(Fn&& fn,
+                                       const std::vector<std::string>& parts) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    for (const auto& part : parts) {
+      if (msg.find(part) == std::string::npos) {
+        return ::testing::AssertionFailure()
+               << "message lacks \"" << part << "\": " << msg;
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "no c10::Error was thrown";
+}
+
+}  // namespace fgl::testing
