@@ -1,0 +1,71 @@
+#include "timing.h"
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace fgl::bench {
+
+LatencyStats summarize(std::vector<double> samples_us) {
+  LatencyStats s;
+  s.samples = static_cast<int64_t>(samples_us.size());
+  if (samples_us.empty()) return s;
+  std::sort(samples_us.begin(), samples_us.end());
+  const auto rank = [&](double q) {
+    const auto i = static_cast<size_t>(
+        std::ceil(q * static_cast<double>(samples_us.size())) - 1);
+    return samples_us[std::min(i, samples_us.size() - 1)];
+  };
+  s.min_us = samples_us.front();
+  s.p50_us = rank(0.50);
+  s.p90_us = rank(0.90);
+  s.p99_us = rank(0.99);
+  s.mean_us = std::accumulate(samples_us.begin(), samples_us.end(), 0.0) /
+              static_cast<double>(samples_us.size());
+  return s;
+}
+
+LatencyStats time_calls(const std::function<void()>& fn,
+                        const c10::Device& device, int warmup, int iters) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> samples_us;
+  samples_us.reserve(static_cast<size_t>(std::max(iters, 0)));
+  if (device.is_cpu()) {
+    for (int i = 0; i < iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      fn();
+      const std::chrono::duration<double, std::micro> dt =
+          std::chrono::steady_clock::now() - t0;
+      samples_us.push_back(dt.count());
+    }
+    return summarize(std::move(samples_us));
+  }
+  // Device-generic events: the backend's own timing events (cudaEvent_t on
+  // CUDA), recorded on the current stream.
+  const c10::DeviceGuard guard(device);
+  const c10::impl::VirtualGuardImpl impl(device.type());
+  const c10::Stream stream = impl.getStream(device);
+  std::vector<c10::Event> starts, stops;
+  starts.reserve(iters);
+  stops.reserve(iters);
+  for (int i = 0; i < iters; ++i) {
+    starts.emplace_back(device.type(), c10::EventFlag::BACKEND_DEFAULT);
+    stops.emplace_back(device.type(), c10::EventFlag::BACKEND_DEFAULT);
+    starts.back().record(stream);
+    fn();
+    stops.back().record(stream);
+  }
+  stream.synchronize();
+  for (int i = 0; i < iters; ++i) {
+    samples_us.push_back(starts[i].elapsedTime(stops[i]) * 1e3);
+  }
+  return summarize(std::move(samples_us));
+}
+
+}  // namespace fgl::bench
