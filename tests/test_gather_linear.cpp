@@ -103,6 +103,11 @@ const Shape kShapes[] = {
     {64, 5, 3, 7},      // large R, tiny heads
     {5, 70, 33, 130},   // several tiles in B and K, with tails
     {32, 20, 128, 72},  // long contraction (4096)
+    {8, 1, 64, 300},    // B = 1, vector-friendly: the weight-streaming path
+    {3, 4, 16, 77},     // B = 4, weight streaming
+    {2, 64, 8, 33},     // B = 64: several row blocks of the streaming path
+    {5, 3, 40, 130},    // a contraction shorter than one streaming stage
+    {9, 16, 72, 50},    // streaming stages with a partial last one
     {0, 3, 4, 5},       // R = 0: the bias alone
     {3, 4, 0, 5},       // H = 0: the bias alone
     {2, 3, 4, 0},       // K = 0

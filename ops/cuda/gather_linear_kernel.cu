@@ -1,164 +1,53 @@
+// The launcher of fgl::gather_linear's CUDA kernels: picks a kernel per
+// problem shape and layout, and instantiates it for every element type.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "gather_linear_kernel.h"
+#include "streaming_kernel.cuh"
+#include "tiled_kernel.cuh"
 
 namespace fgl::cuda {
 namespace {
 
-// Half types accumulate in float32, double in double.
-template <typename T>
-struct AccType {
-  using type = float;
-};
-template <>
-struct AccType<double> {
-  using type = double;
-};
-
-__device__ __forceinline__ float to_acc(float v) { return v; }
-__device__ __forceinline__ double to_acc(double v) { return v; }
-__device__ __forceinline__ float to_acc(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_acc(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-
-template <typename T>
-__device__ __forceinline__ T from_acc(typename AccType<T>::type v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_acc<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-// A block computes a kBM x kBN tile of out (rows of B, columns of K), walking
-// the gathered contraction dimension c = r*H + h in steps of kBK. Each of the
-// 16 x 16 threads owns a kTM x kTN micro-tile whose rows and columns are 16
-// apart, so the shared-memory reads of a warp are broadcasts or consecutive.
-constexpr int kBM = 64;
-constexpr int kBN = 64;
-constexpr int kBK = 32;
-constexpr int kThreadsX = 16;
-constexpr int kThreadsY = 16;
-constexpr int kThreads = kThreadsX * kThreadsY;
-constexpr int kTM = kBM / kThreadsY;
-constexpr int kTN = kBN / kThreadsX;
-// Tile loads: a thread always loads contraction column kk = tid % kBK, so a
-// warp reads kBK consecutive c, which are consecutive h for a dense x row.
-constexpr int kLoadRowsPerPass = kThreads / kBK;
-
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    gather_linear_tiled_kernel(const GatherLinearParams<T> p) {
-  using acc_t = typename AccType<T>::type;
-  // +1 column: the transposed tile stores of a warp hit 32 different banks.
-  __shared__ acc_t x_tile[kBK][kBM + 1];  // [c, b]
-  __shared__ acc_t w_tile[kBK][kBN + 1];  // [c, k]
-
-  const int tid = threadIdx.x;
-  const int tx = tid % kThreadsX;
-  const int ty = tid / kThreadsX;
-  const int64_t b0 = static_cast<int64_t>(blockIdx.x) * kBM;
-  const int64_t k0 = static_cast<int64_t>(blockIdx.y) * kBN;
-  const int64_t C = p.R * p.H;
-
-  const int kk = tid % kBK;
-  const int load_row = tid / kBK;
-  // (r, h) of this thread's contraction index c0 + kk, advanced without a
-  // division per step.
-  int64_t r = 0;
-  int64_t h = kk;
-  if (p.H > 0) {
-    r = kk / p.H;
-    h = kk % p.H;
-  }
-
-  acc_t acc[kTM][kTN];
-#pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) acc[i][j] = acc_t(0);
-  }
-
-  for (int64_t c0 = 0; c0 < C; c0 += kBK) {
-    const int64_t c = c0 + kk;
-    const bool c_in = c < C;
-    const int64_t x_offset = r * p.x_stride_r + h * p.x_stride_h;
-#pragma unroll
-    for (int i = 0; i < kBM / kLoadRowsPerPass; ++i) {
-      const int m = load_row + i * kLoadRowsPerPass;
-      const int64_t b = b0 + m;
-      x_tile[kk][m] = (c_in && b < p.B)
-                          ? to_acc(p.x[x_offset + b * p.x_stride_b])
-                          : acc_t(0);
-    }
-#pragma unroll
-    for (int i = 0; i < kBN / kLoadRowsPerPass; ++i) {
-      const int n = load_row + i * kLoadRowsPerPass;
-      const int64_t k = k0 + n;
-      w_tile[kk][n] =
-          (c_in && k < p.K)
-              ? to_acc(p.weight[k * p.weight_stride_k + c * p.weight_stride_c])
-              : acc_t(0);
-    }
-    __syncthreads();
-
-#pragma unroll
-    for (int q = 0; q < kBK; ++q) {
-      acc_t a[kTM];
-      acc_t w[kTN];
-#pragma unroll
-      for (int i = 0; i < kTM; ++i) a[i] = x_tile[q][ty + i * kThreadsY];
-#pragma unroll
-      for (int j = 0; j < kTN; ++j) w[j] = w_tile[q][tx + j * kThreadsX];
-#pragma unroll
-      for (int i = 0; i < kTM; ++i) {
-#pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] += a[i] * w[j];
-      }
-    }
-    __syncthreads();
-
-    h += kBK;
-    if (h >= p.H && p.H > 0) {
-      r += h / p.H;
-      h %= p.H;
-    }
-  }
-
-#pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-    const int64_t b = b0 + ty + i * kThreadsY;
-    if (b >= p.B) continue;
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) {
-      const int64_t k = k0 + tx + j * kThreadsX;
-      if (k >= p.K) continue;
-      acc_t v = acc[i][j];
-      if (p.bias != nullptr) v += to_acc(p.bias[k * p.bias_stride]);
-      p.out[b * p.out_stride_b + k * p.out_stride_k] = from_acc<T>(v);
-    }
-  }
-}
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Few rows of B: weight streaming. Up to this many rows the weight is read
+// from memory about once (grid.y row blocks re-read it, mostly from L2).
+constexpr int64_t kMaxStreamingRows = 64;
+
+template <typename T, int kRows, int kCols>
+void launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
+  // grid.x: groups of kWarps * kCols output columns; grid.y: kRows-row blocks
+  // of B. Block: kWarps warps, one per kCols columns.
+  const dim3 grid(
+      static_cast<unsigned>(ceil_div(p.K, streaming::kWarps * kCols)),
+      static_cast<unsigned>(ceil_div(p.B, kRows)));
+  streaming::gather_linear_streaming_kernel<T, kRows, kCols>
+      <<<grid, streaming::kThreads, 0, stream>>>(p);
+}
+
+template <typename T>
+void launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
+  // grid.x: B tiles (up to 2^31 - 1), grid.y: K tiles (up to 65535).
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.B, tiled::kBM)),
+                  static_cast<unsigned>(ceil_div(p.K, tiled::kBN)));
+  tiled::gather_linear_tiled_kernel<T><<<grid, tiled::kThreads, 0, stream>>>(p);
+}
 
 }  // namespace
 
 template <typename T>
 void launch_gather_linear(const GatherLinearParams<T>& p, cudaStream_t stream) {
-  // grid.x: B tiles (up to 2^31 - 1), grid.y: K tiles (up to 65535).
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.B, kBM)),
-                  static_cast<unsigned>(ceil_div(p.K, kBN)));
-  gather_linear_tiled_kernel<T><<<grid, kThreads, 0, stream>>>(p);
+  if (p.B <= kMaxStreamingRows && streaming::can_run(p)) {
+    if (p.B == 1) return launch_streaming<T, 1, 4>(p, stream);
+    if (p.B <= 4) return launch_streaming<T, 4, 4>(p, stream);
+    return launch_streaming<T, 16, 2>(p, stream);
+  }
+  launch_tiled(p, stream);
 }
 
-int64_t max_gather_linear_k() { return int64_t{65535} * kBN; }
+int64_t max_gather_linear_k() { return int64_t{65535} * tiled::kBN; }
 
 template void launch_gather_linear<float>(const GatherLinearParams<float>&,
                                           cudaStream_t);
