@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "gather_linear_kernel.h"
+#include "mma_streaming_kernel.cuh"
 #include "streaming_kernel.cuh"
 #include "tiled_kernel.cuh"
 
@@ -27,6 +28,16 @@ void launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
       <<<grid, streaming::kThreads, 0, stream>>>(p);
 }
 
+template <typename T, int kTiles>
+void launch_mma_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
+  // grid.x: blocks of 16 output columns; grid.y: 8 * kTiles-row blocks of B.
+  // Block: 8 warps splitting the contraction.
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.K, mma_streaming::kColumns)),
+                  static_cast<unsigned>(ceil_div(p.B, 8 * kTiles)));
+  mma_streaming::gather_linear_mma_streaming_kernel<T, kTiles>
+      <<<grid, mma_streaming::kThreads, 0, stream>>>(p);
+}
+
 template <typename T>
 void launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
   // grid.x: B tiles (up to 2^31 - 1), grid.y: K tiles (up to 65535).
@@ -40,6 +51,11 @@ void launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
 template <typename T>
 void launch_gather_linear(const GatherLinearParams<T>& p, cudaStream_t stream) {
   if (p.B <= kMaxStreamingRows && streaming::can_run(p)) {
+    if constexpr (sizeof(T) == 2) {  // float16, bfloat16: tensor cores
+      if (p.B <= 8) return launch_mma_streaming<T, 1>(p, stream);
+      if (p.B <= 16) return launch_mma_streaming<T, 2>(p, stream);
+      return launch_mma_streaming<T, 4>(p, stream);
+    }
     if (p.B == 1) return launch_streaming<T, 1, 4>(p, stream);
     if (p.B <= 4) return launch_streaming<T, 4, 4>(p, stream);
     return launch_streaming<T, 16, 2>(p, stream);
