@@ -95,22 +95,23 @@ TEST_P(GatherLinearSweep, MatchesFloat64CatLinear) {
 }
 
 const Shape kShapes[] = {
-    {4, 12, 32, 56},    // the demo problem
-    {1, 1, 1, 1},       // smallest
-    {1, 7, 33, 1000},   // R = 1, H and K not multiples of 8
-    {3, 1, 17, 9},      // B = 1 (decode)
-    {2, 0, 8, 5},       // B = 0
-    {64, 5, 3, 7},      // large R, tiny heads
-    {5, 70, 33, 130},   // several tiles in B and K, with tails
-    {32, 20, 128, 72},  // long contraction (4096)
-    {8, 1, 64, 300},    // B = 1, vector-friendly: the weight-streaming path
-    {3, 4, 16, 77},     // B = 4, weight streaming
-    {2, 64, 8, 33},     // B = 64: several row blocks of the streaming path
-    {5, 3, 40, 130},    // a contraction shorter than one streaming stage
-    {9, 16, 72, 50},    // streaming stages with a partial last one
-    {0, 3, 4, 5},       // R = 0: the bias alone
-    {3, 4, 0, 5},       // H = 0: the bias alone
-    {2, 3, 4, 0},       // K = 0
+    {4, 12, 32, 56},     // the demo problem
+    {1, 1, 1, 1},        // smallest
+    {1, 7, 33, 1000},    // R = 1, H and K not multiples of 8
+    {3, 1, 17, 9},       // B = 1 (decode)
+    {2, 0, 8, 5},        // B = 0
+    {64, 5, 3, 7},       // large R, tiny heads
+    {5, 70, 33, 130},    // several tiles in B and K, with tails
+    {32, 20, 128, 72},   // long contraction (4096)
+    {8, 1, 64, 300},     // B = 1, vector-friendly: the weight-streaming path
+    {3, 4, 16, 77},      // B = 4, weight streaming
+    {2, 64, 8, 33},      // B = 64: several row blocks of the streaming path
+    {5, 3, 40, 130},     // a contraction shorter than one streaming stage
+    {9, 16, 72, 50},     // streaming stages with a partial last one
+    {8, 300, 64, 1024},  // many rows and FLOPs: the cuBLAS path on CUDA
+    {0, 3, 4, 5},        // R = 0: the bias alone
+    {3, 4, 0, 5},        // H = 0: the bias alone
+    {2, 3, 4, 0},        // K = 0
 };
 
 std::string sweep_name(

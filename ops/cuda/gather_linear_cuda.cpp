@@ -11,6 +11,9 @@
 #include <cuda_fp16.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "gather_linear_checks.h"
 #include "gather_linear_kernel.h"
 
@@ -60,6 +63,26 @@ void launch(const at::Tensor& x, const at::Tensor& weight,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// NOTE: the fused kernels run on CUDA cores except for the half-precision
+// streaming kernel. For large compute-bound problems (many rows of B), a
+// gathered copy plus one cuBLAS GEMM is faster until a Hopper tensor-core
+// kernel exists, so the dispatcher sends those there; bench/NOTES.md has the
+// measurements behind the threshold. FGL_CUDA_FUSED_ONLY=1 keeps every
+// problem on the fused kernels (for benchmarking them).
+constexpr double kCublasMinFlops = 1 << 28;
+
+bool use_cublas(const detail::GatherLinearSizes& s) {
+  static const bool fused_only = [] {
+    const char* env = std::getenv("FGL_CUDA_FUSED_ONLY");
+    return env != nullptr && std::string(env) == "1";
+  }();
+  const double flops = 2.0 * static_cast<double>(s.B) *
+                       static_cast<double>(s.R * s.H) *
+                       static_cast<double>(s.K);
+  return !fused_only && s.B > cuda::kMaxStreamingRows &&
+         flops >= kCublasMinFlops;
+}
+
 at::Tensor& gather_linear_out_cuda(const at::Tensor& x,
                                    const at::Tensor& weight,
                                    const std::optional<at::Tensor>& bias,
@@ -74,6 +97,16 @@ at::Tensor& gather_linear_out_cuda(const at::Tensor& x,
     return out;
   }
   const c10::cuda::CUDAGuard device_guard(x.device());
+  if (use_cublas(s)) {
+    // [B, R*H] gathered copy, then one GEMM with the bias in its epilogue.
+    const at::Tensor gathered = x.permute({1, 0, 2}).reshape({s.B, -1});
+    if (bias.has_value() && bias->defined()) {
+      at::addmm_out(out, *bias, gathered, weight.t());
+    } else {
+      at::mm_out(out, gathered, weight.t());
+    }
+    return out;
+  }
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cuda",
       [&] { launch<scalar_t>(x, weight, bias, out, s); });

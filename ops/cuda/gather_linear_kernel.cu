@@ -13,10 +13,6 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Few rows of B: weight streaming. Up to this many rows the weight is read
-// from memory about once (grid.y row blocks re-read it, mostly from L2).
-constexpr int64_t kMaxStreamingRows = 64;
-
 template <typename T, int kRows, int kCols>
 void launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
   // grid.x: groups of kWarps * kCols output columns; grid.y: kRows-row blocks

@@ -33,6 +33,10 @@ template <typename T>
 void launch_gather_linear(const GatherLinearParams<T>& params,
                           cudaStream_t stream);
 
+/// Up to this many rows of B the weight-streaming kernels run (when the
+/// layout allows 16-byte vectors); more rows take the tiled kernel.
+constexpr int64_t kMaxStreamingRows = 64;
+
 /// The largest K one launch covers (the grid's y dimension is K tiles).
 int64_t max_gather_linear_k();
 
