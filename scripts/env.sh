@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared settings of the project scripts; sourced, not run.
 # The Python environment lives outside the repository, keyed by the torch
 # version, so clean clones and CI runs on one machine share one install.
