@@ -66,20 +66,20 @@ Options parse_options(int argc, const char* const* argv) {
   // clang-format off
   spec.add_options()
     ("device", "cpu, cuda or cuda:N (default: cuda if present, else cpu)",
-     cxxopts::value<std::string>())
+     cxxopts::value<std::string>(), "DEV")
     ("shapes", "cases as \"R,B,H,K;R,B,H,K\" (default: built-in list)",
-     cxxopts::value<std::string>())
+     cxxopts::value<std::string>(), "LIST")
     ("dtypes", "dtypes of the --shapes cases, e.g. float32,bfloat16 "
      "(default float32; without --shapes: filters the built-in list)",
-     cxxopts::value<std::string>())
-    ("replays", "timed graph replays (CUDA) or calls (CPU)",
-     cxxopts::value<int>())
-    ("warmup", "untimed graph replays (CUDA) or calls (CPU)",
-     cxxopts::value<int>())
+     cxxopts::value<std::string>(), "LIST")
+    ("replays", "timed graph replays (CUDA; default 50, --quick 20) or "
+     "calls (CPU; default 20, --quick 3)", cxxopts::value<int>(), "N")
+    ("warmup", "untimed graph replays (CUDA; default 5, --quick 2) or "
+     "calls (CPU; default 3, --quick 1)", cxxopts::value<int>(), "N")
     ("calls-per-graph", "least calls captured into one CUDA graph",
-     cxxopts::value<int>()->default_value("20"))
+     cxxopts::value<int>()->default_value("20"), "N")
     ("json", "also write the results as a JSON array to FILE",
-     cxxopts::value<std::string>())
+     cxxopts::value<std::string>(), "FILE")
     ("quick", "fewer replays/calls (smoke tests)")
     ("allow-tf32", "allow TF32 in cuBLAS float32 matmuls "
      "(float32 matmul precision \"high\")")
