@@ -12,6 +12,7 @@
 namespace fgl::bench {
 namespace {
 
+#ifdef FGL_BENCH_CUDA
 // How many operand sets to rotate through: enough that they add up to
 // `rotate_bytes`, no more than `max_copies`, and no more than half the free
 // device memory holds.
@@ -22,6 +23,7 @@ int64_t choose_copies(int64_t set_bytes, int64_t free_bytes,
   const int64_t fit = free_bytes / 2 / std::max<int64_t>(set_bytes, 1);
   return std::max<int64_t>(1, std::min({wanted, config.max_copies, fit}));
 }
+#endif
 
 }  // namespace
 
