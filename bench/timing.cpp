@@ -23,6 +23,7 @@ LatencyStats summarize(std::vector<double> samples_us) {
     return samples_us[std::min(i, samples_us.size() - 1)];
   };
   s.min_us = samples_us.front();
+  s.p10_us = rank(0.10);
   s.p50_us = rank(0.50);
   s.p90_us = rank(0.90);
   s.p99_us = rank(0.99);

@@ -13,7 +13,8 @@ namespace fgl::bench {
 /// Percentiles of per-call latencies, in microseconds.
 struct LatencyStats {
   int64_t samples = 0;
-  double min_us = 0, p50_us = 0, p90_us = 0, p99_us = 0, mean_us = 0;
+  double min_us = 0, p10_us = 0, p50_us = 0, p90_us = 0, p99_us = 0;
+  double mean_us = 0;
 };
 
 /// Percentiles (nearest rank) of `samples_us`; empty input gives zeros.

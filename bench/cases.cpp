@@ -1,0 +1,146 @@
+#include "cases.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+#include <stdexcept>
+
+namespace fgl::bench {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(s);
+  std::string part;
+  while (std::getline(in, part, sep)) {
+    part.erase(
+        std::remove_if(part.begin(), part.end(),
+                       [](unsigned char ch) { return std::isspace(ch); }),
+        part.end());
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+int64_t parse_size(const std::string& s, const std::string& entry) {
+  size_t used = 0;
+  int64_t v = -1;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || v < 1) {
+    throw std::invalid_argument("--shapes entry \"" + entry +
+                                "\": sizes must be positive integers, got \"" +
+                                s + "\"");
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string shape_string(const Case& c) {
+  return std::to_string(c.R) + "," + std::to_string(c.B) + "," +
+         std::to_string(c.H) + "," + std::to_string(c.K);
+}
+
+std::vector<Case> parse_cases(const std::string& shapes,
+                              const std::vector<c10::ScalarType>& dtypes) {
+  std::vector<Case> cases;
+  for (const auto& entry : split(shapes, ';')) {
+    const auto sizes = split(entry, ',');
+    if (sizes.size() != 4) {
+      throw std::invalid_argument("--shapes entry \"" + entry +
+                                  "\": expected R,B,H,K (4 sizes), got " +
+                                  std::to_string(sizes.size()));
+    }
+    for (const auto dtype : dtypes) {
+      cases.push_back({parse_size(sizes[0], entry), parse_size(sizes[1], entry),
+                       parse_size(sizes[2], entry), parse_size(sizes[3], entry),
+                       dtype});
+    }
+  }
+  if (cases.empty()) {
+    throw std::invalid_argument("--shapes \"" + shapes + "\" names no shape");
+  }
+  return cases;
+}
+
+std::vector<c10::ScalarType> parse_dtypes(const std::string& dtypes) {
+  std::vector<c10::ScalarType> out;
+  for (const auto& name : split(dtypes, ',')) {
+    if (name == "float32" || name == "fp32" || name == "float") {
+      out.push_back(c10::kFloat);
+    } else if (name == "bfloat16" || name == "bf16") {
+      out.push_back(c10::kBFloat16);
+    } else if (name == "float16" || name == "fp16" || name == "half") {
+      out.push_back(c10::kHalf);
+    } else if (name == "float64" || name == "fp64" || name == "double") {
+      out.push_back(c10::kDouble);
+    } else {
+      throw std::invalid_argument(
+          "--dtypes: unknown dtype \"" + name +
+          "\" (expected float32, bfloat16, float16 or float64)");
+    }
+  }
+  if (out.empty()) {
+    throw std::invalid_argument("--dtypes \"" + dtypes + "\" names no dtype");
+  }
+  return out;
+}
+
+std::string dtype_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kFloat:
+      return "float32";
+    case c10::kBFloat16:
+      return "bfloat16";
+    case c10::kHalf:
+      return "float16";
+    case c10::kDouble:
+      return "float64";
+    default:
+      return c10::toString(dtype);
+  }
+}
+
+std::vector<Case> default_cases(c10::DeviceType device) {
+  using c10::kBFloat16;
+  using c10::kFloat;
+  using c10::kHalf;
+  if (device == c10::DeviceType::CPU) {
+    return {{4, 12, 32, 56, kFloat},
+            {16, 64, 64, 1024, kFloat},
+            {16, 64, 64, 1024, kBFloat16},
+            {8, 512, 64, 512, kFloat}};
+  }
+  return {{4, 12, 32, 56, kFloat},
+          {32, 16, 128, 4096, kFloat},
+          {32, 16, 128, 4096, kBFloat16},
+          {32, 1, 128, 4096, kFloat},  // B = 1: decode
+          {32, 1, 128, 4096, kBFloat16},
+          {32, 4096, 128, 4096, kFloat},
+          {32, 4096, 128, 4096, kBFloat16},
+          {8, 65536, 64, 512, kBFloat16},
+          {7, 33, 33, 1000, kFloat},  // sizes that tile nothing evenly
+          {5, 300, 17, 130, kHalf}};
+}
+
+Floor roofline(const Case& c, bool tf32) {
+  const double elem = static_cast<double>(c10::elementSize(c.dtype));
+  const double R = c.R, B = c.B, H = c.H, K = c.K;
+  Floor f;
+  f.bytes = elem * (R * B * H + K * R * H + K + B * K);
+  f.flops = 2.0 * B * K * R * H;
+  double peak = kFp32SimtFlopsPerS;
+  if (c.dtype == c10::kFloat && tf32) peak = kTf32FlopsPerS;
+  if (c.dtype == c10::kHalf || c.dtype == c10::kBFloat16) peak = kHalfFlopsPerS;
+  if (c.dtype == c10::kDouble) peak = kFp64FlopsPerS;
+  f.bytes_us = f.bytes / kCopyBytesPerS * 1e6;
+  f.flops_us = f.flops / peak * 1e6;
+  f.floor_us = std::max({f.bytes_us, f.flops_us, kLaunchFloorUs});
+  return f;
+}
+
+}  // namespace fgl::bench

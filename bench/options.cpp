@@ -1,0 +1,142 @@
+#include "options.h"
+
+#include <ATen/Context.h>
+
+#include <algorithm>
+#include <cxxopts.hpp>
+#include <stdexcept>
+
+namespace fgl::bench {
+namespace {
+
+c10::Device parse_device(const std::string& name) {
+  std::optional<c10::Device> device;
+  try {
+    device.emplace(name);
+  } catch (const std::exception&) {
+  }
+  if (!device || !(device->is_cpu() || device->is_cuda())) {
+    throw std::invalid_argument(
+        "--device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
+  }
+  if (device->is_cpu()) return c10::Device(c10::kCPU);
+#ifndef FGL_BENCH_CUDA
+  throw std::invalid_argument("--device " + name +
+                              ": fgl_bench was built without CUDA "
+                              "(FGL_ENABLE_CUDA=OFF)");
+#else
+  if (!at::hasCUDA()) {
+    throw std::invalid_argument("--device " + name +
+                                ": no CUDA device is visible to this process");
+  }
+  const int count = static_cast<int>(at::getNumGPUs());
+  const int index = device->has_index() ? device->index() : 0;
+  if (index >= count) {
+    throw std::invalid_argument("--device " + name + ": only " +
+                                std::to_string(count) +
+                                " CUDA device(s) visible");
+  }
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+#endif
+}
+
+c10::Device default_device() {
+#ifdef FGL_BENCH_CUDA
+  if (at::hasCUDA()) return c10::Device(c10::kCUDA, 0);
+#endif
+  return c10::Device(c10::kCPU);
+}
+
+int positive(const cxxopts::ParseResult& r, const std::string& name) {
+  const int v = r[name].as<int>();
+  if (v < 1) {
+    throw std::invalid_argument("--" + name + " must be at least 1, got " +
+                                std::to_string(v));
+  }
+  return v;
+}
+
+}  // namespace
+
+Options parse_options(int argc, const char* const* argv) {
+  cxxopts::Options spec(
+      "fgl_bench",
+      "Times fgl::gather_linear against cat+Linear and permute+Linear and "
+      "checks their accuracy against a float64 reference.");
+  // clang-format off
+  spec.add_options()
+    ("device", "cpu, cuda or cuda:N (default: cuda if present, else cpu)",
+     cxxopts::value<std::string>(), "DEV")
+    ("shapes", "cases as \"R,B,H,K;R,B,H,K\" (default: built-in list)",
+     cxxopts::value<std::string>(), "LIST")
+    ("dtypes", "dtypes of the --shapes cases, e.g. float32,bfloat16 "
+     "(default float32; without --shapes: filters the built-in list)",
+     cxxopts::value<std::string>(), "LIST")
+    ("replays", "timed graph replays (CUDA; default 50, --quick 20) or "
+     "calls (CPU; default 20, --quick 3)", cxxopts::value<int>(), "N")
+    ("warmup", "untimed graph replays (CUDA; default 5, --quick 2) or "
+     "calls (CPU; default 3, --quick 1)", cxxopts::value<int>(), "N")
+    ("calls-per-graph", "least calls captured into one CUDA graph",
+     cxxopts::value<int>()->default_value("20"), "N")
+    ("json", "also write the results as a JSON array to FILE",
+     cxxopts::value<std::string>(), "FILE")
+    ("quick", "fewer replays/calls (smoke tests)")
+    ("allow-tf32", "allow TF32 in cuBLAS float32 matmuls "
+     "(float32 matmul precision \"high\")")
+    ("h,help", "print this help");
+  // clang-format on
+
+  Options opt;
+  opt.usage = spec.help();
+  cxxopts::ParseResult r;
+  try {
+    r = spec.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw std::invalid_argument(e.what());
+  }
+  if (!r.unmatched().empty()) {
+    throw std::invalid_argument("unexpected argument \"" + r.unmatched()[0] +
+                                "\"");
+  }
+  if (r.count("help")) {
+    opt.help = true;
+    return opt;
+  }
+  opt.quick = r.count("quick") > 0;
+  opt.allow_tf32 = r.count("allow-tf32") > 0;
+  if (r.count("json")) opt.json_path = r["json"].as<std::string>();
+  opt.device = r.count("device") ? parse_device(r["device"].as<std::string>())
+                                 : default_device();
+
+  const bool cpu = opt.device.is_cpu();
+  opt.run.warmup = cpu ? (opt.quick ? 1 : 3) : (opt.quick ? 2 : 5);
+  opt.run.replays = cpu ? (opt.quick ? 3 : 20) : (opt.quick ? 20 : 50);
+  if (r.count("replays")) opt.run.replays = positive(r, "replays");
+  if (r.count("warmup")) opt.run.warmup = positive(r, "warmup");
+  opt.run.calls_per_graph = positive(r, "calls-per-graph");
+
+  if (r.count("shapes")) {
+    const auto dtypes = parse_dtypes(
+        r.count("dtypes") ? r["dtypes"].as<std::string>() : "float32");
+    opt.cases = parse_cases(r["shapes"].as<std::string>(), dtypes);
+  } else {
+    opt.cases = default_cases(opt.device.type());
+    if (r.count("dtypes")) {
+      const auto dtypes = parse_dtypes(r["dtypes"].as<std::string>());
+      const auto unwanted = [&](const Case& c) {
+        return std::find(dtypes.begin(), dtypes.end(), c.dtype) == dtypes.end();
+      };
+      opt.cases.erase(
+          std::remove_if(opt.cases.begin(), opt.cases.end(), unwanted),
+          opt.cases.end());
+      if (opt.cases.empty()) {
+        throw std::invalid_argument(
+            "--dtypes " + r["dtypes"].as<std::string>() +
+            ": no built-in case has these dtypes; give --shapes");
+      }
+    }
+  }
+  return opt;
+}
+
+}  // namespace fgl::bench

@@ -1,0 +1,70 @@
+#include "paths.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "fgl/gather_linear.h"
+
+namespace fgl::bench {
+
+const char* path_name(Path path) {
+  switch (path) {
+    case Path::kFused:
+      return "fgl";
+    case Path::kCatLinear:
+      return "cat_linear";
+    case Path::kPermuteLinear:
+      return "permute_linear";
+  }
+  return "?";
+}
+
+int64_t Inputs::nbytes() const {
+  return static_cast<int64_t>(x.nbytes() + weight.nbytes() + bias.nbytes());
+}
+
+Inputs random_inputs(const Case& c, const c10::Device& device) {
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+  const double w_scale = 1.0 / std::sqrt(static_cast<double>(c.R * c.H));
+  Inputs in;
+  in.x = at::randn({c.R, c.B, c.H}, opts).to(c.dtype);
+  in.weight = at::randn({c.K, c.R * c.H}, opts).mul_(w_scale).to(c.dtype);
+  in.bias = at::randn({c.K}, opts).to(c.dtype);
+  return in;
+}
+
+at::Tensor run_path(Path path, const Inputs& in) {
+  switch (path) {
+    case Path::kFused:
+      return fgl::gather_linear(in.x, in.weight, in.bias);
+    case Path::kCatLinear:
+      return at::linear(at::cat(in.x.unbind(0), -1), in.weight, in.bias);
+    case Path::kPermuteLinear: {
+      const int64_t B = in.x.size(1);
+      const int64_t RH = in.x.size(0) * in.x.size(2);
+      return at::linear(in.x.permute({1, 0, 2}).reshape({B, RH}), in.weight,
+                        in.bias);
+    }
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown benchmark path");
+}
+
+std::array<double, kPaths.size()> relative_errors(const Case& c,
+                                                  const c10::Device& device) {
+  const Inputs in = random_inputs(c, device);
+  const auto to_ref = [](const at::Tensor& t) {
+    return t.to(at::kCPU).to(at::kDouble);
+  };
+  const at::Tensor ref = at::linear(at::cat(to_ref(in.x).unbind(0), -1),
+                                    to_ref(in.weight), to_ref(in.bias));
+  const double ref_norm = ref.norm().item<double>();
+  std::array<double, kPaths.size()> errors{};
+  for (size_t i = 0; i < kPaths.size(); ++i) {
+    const at::Tensor out = to_ref(run_path(kPaths[i], in));
+    errors[i] = (out - ref).norm().item<double>() / ref_norm;
+  }
+  return errors;
+}
+
+}  // namespace fgl::bench

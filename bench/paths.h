@@ -1,0 +1,49 @@
+// The three ways of computing linear(cat(x.unbind(0), -1), weight, bias) that
+// the benchmark compares, their inputs, and their accuracy.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <array>
+#include <cstdint>
+
+#include "cases.h"
+
+namespace fgl::bench {
+
+enum class Path {
+  kFused,          // fgl::gather_linear
+  kCatLinear,      // at::linear(at::cat(x.unbind(0), -1), w, b): reference
+  kPermuteLinear,  // at::linear(x.permute({1, 0, 2}).reshape({B, R*H}), w, b)
+};
+inline constexpr std::array<Path, 3> kPaths = {Path::kFused, Path::kCatLinear,
+                                               Path::kPermuteLinear};
+
+/// Short name: "fgl", "cat_linear", "permute_linear" (used as JSON keys).
+const char* path_name(Path path);
+
+/// One set of operands for a case.
+struct Inputs {
+  at::Tensor x;       // [R, B, H]
+  at::Tensor weight;  // [K, R*H]
+  at::Tensor bias;    // [K]
+
+  /// Bytes of x, weight and bias together.
+  int64_t nbytes() const;
+};
+
+/// Fresh standard-normal operands (weight scaled by 1/sqrt(R*H)), drawn in
+/// float32 on `device` from the global generator and rounded to c.dtype.
+Inputs random_inputs(const Case& c, const c10::Device& device);
+
+/// Runs `path` on `in`; returns [B, K].
+at::Tensor run_path(Path path, const Inputs& in);
+
+/// ||out - ref|| / ||ref|| of each path (in kPaths order) on one set of fresh
+/// random inputs made on `device`; ref is computed in float64 on the CPU from
+/// the same (dtype-rounded) inputs.
+std::array<double, kPaths.size()> relative_errors(const Case& c,
+                                                  const c10::Device& device);
+
+}  // namespace fgl::bench

@@ -1,0 +1,92 @@
+#include "report.h"
+
+#include <cmath>
+#include <limits>
+
+namespace fgl::bench {
+namespace {
+
+constexpr size_t kFused = 0, kCat = 1, kPermute = 2;  // indices in kPaths
+
+// Units per microsecond: bytes/us * 1e-6 = TB/s, flops/us * 1e-6 = TFLOP/s.
+double per_us_to_tera(double amount, double us) {
+  return us > 0 ? amount / us * 1e-6 : std::numeric_limits<double>::quiet_NaN();
+}
+
+double speedup(const CaseResult& r) {
+  const double fused = r.latency[kFused].p50_us;
+  return fused > 0 ? r.latency[kCat].p50_us / fused
+                   : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+void print_table_header(std::FILE* out) {
+  std::fprintf(out, "%-18s %-8s %9s %10s %19s %11s %11s %8s %8s %8s %8s %8s\n",
+               "shape (R,B,H,K)", "dtype", "floor us", "fgl us",
+               "fgl p10-p90 us", "cat+lin us", "perm+lin us", "speedup",
+               "fgl TB/s", "fgl TF/s", "err fgl", "err cat");
+}
+
+void print_table_row(std::FILE* out, const CaseResult& r, const RunInfo& info) {
+  char floor[32] = "-";
+  if (info.has_floor) {
+    std::snprintf(floor, sizeof floor, "%.2f", r.floor.floor_us);
+  }
+  char spread[48];
+  std::snprintf(spread, sizeof spread, "%.2f-%.2f", r.latency[kFused].p10_us,
+                r.latency[kFused].p90_us);
+  const double fused_us = r.latency[kFused].p50_us;
+  std::fprintf(
+      out,
+      "%-18s %-8s %9s %10.2f %19s %11.2f %11.2f %7.2fx %8.3f %8.3f %8.1e "
+      "%8.1e\n",
+      shape_string(r.c).c_str(), dtype_name(r.c.dtype).c_str(), floor, fused_us,
+      spread, r.latency[kCat].p50_us, r.latency[kPermute].p50_us, speedup(r),
+      per_us_to_tera(r.floor.bytes, fused_us),
+      per_us_to_tera(r.floor.flops, fused_us), r.rel_error[kFused],
+      r.rel_error[kCat]);
+  std::fflush(out);
+}
+
+nlohmann::json case_record(const CaseResult& r, const RunInfo& info) {
+  nlohmann::json j;
+  j["device"] = info.device;
+  j["device_name"] = info.device_name;
+  j["timing"] = info.timing;
+  j["tf32"] = info.tf32;
+  j["R"] = r.c.R;
+  j["B"] = r.c.B;
+  j["H"] = r.c.H;
+  j["K"] = r.c.K;
+  j["shape"] = shape_string(r.c);
+  j["dtype"] = dtype_name(r.c.dtype);
+  j["bytes"] = r.floor.bytes;
+  j["flops"] = r.floor.flops;
+  if (info.has_floor) {
+    j["bytes_floor_us"] = r.floor.bytes_us;
+    j["flops_floor_us"] = r.floor.flops_us;
+    j["floor_us"] = r.floor.floor_us;
+  } else {
+    j["bytes_floor_us"] = nullptr;
+    j["flops_floor_us"] = nullptr;
+    j["floor_us"] = nullptr;
+  }
+  for (size_t p = 0; p < kPaths.size(); ++p) {
+    const std::string name = path_name(kPaths[p]);
+    const LatencyStats& s = r.latency[p];
+    j[name + "_us"] = s.p50_us;
+    j[name + "_p10_us"] = s.p10_us;
+    j[name + "_p90_us"] = s.p90_us;
+    j[name + "_rel_err"] = r.rel_error[p];
+  }
+  j["samples"] = r.latency[kFused].samples;
+  j["speedup"] = speedup(r);
+  j["fgl_tbps"] = per_us_to_tera(r.floor.bytes, r.latency[kFused].p50_us);
+  j["fgl_tflops"] = per_us_to_tera(r.floor.flops, r.latency[kFused].p50_us);
+  j["copies"] = r.copies;
+  j["calls_per_graph"] = r.calls_per_graph;
+  return j;
+}
+
+}  // namespace fgl::bench

@@ -1,0 +1,73 @@
+#include "runner.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <vector>
+
+#ifdef FGL_BENCH_CUDA
+#include "graph_timer.h"
+#endif
+
+namespace fgl::bench {
+namespace {
+
+#ifdef FGL_BENCH_CUDA
+// How many operand sets to rotate through: enough that they add up to
+// `rotate_bytes`, no more than `max_copies`, and no more than half the free
+// device memory holds.
+int64_t choose_copies(int64_t set_bytes, int64_t free_bytes,
+                      const RunConfig& config) {
+  const int64_t wanted =
+      (config.rotate_bytes + set_bytes - 1) / std::max<int64_t>(set_bytes, 1);
+  const int64_t fit = free_bytes / 2 / std::max<int64_t>(set_bytes, 1);
+  return std::max<int64_t>(1, std::min({wanted, config.max_copies, fit}));
+}
+#endif
+
+}  // namespace
+
+CaseResult run_case(const Case& c, const c10::Device& device,
+                    const RunConfig& config) {
+  CaseResult result;
+  result.c = c;
+  result.floor = roofline(c, config.tf32);
+
+  if (device.is_cpu()) {
+    const Inputs in = random_inputs(c, device);
+    for (size_t p = 0; p < kPaths.size(); ++p) {
+      const Path path = kPaths[p];
+      result.latency[p] = time_calls([&] { run_path(path, in); }, device,
+                                     config.warmup, config.replays);
+    }
+  } else {
+#ifdef FGL_BENCH_CUDA
+    std::vector<Inputs> sets = {random_inputs(c, device)};
+    result.copies = choose_copies(sets.front().nbytes(),
+                                  cuda_free_bytes(device.index()), config);
+    while (static_cast<int64_t>(sets.size()) < result.copies) {
+      sets.push_back(random_inputs(c, device));
+    }
+    // Every copy is used equally often.
+    const int64_t calls = std::max(config.calls_per_graph, result.copies);
+    result.calls_per_graph =
+        (calls + result.copies - 1) / result.copies * result.copies;
+    const GraphTimingConfig graph_config{result.calls_per_graph, config.warmup,
+                                         config.replays};
+    for (size_t p = 0; p < kPaths.size(); ++p) {
+      const Path path = kPaths[p];
+      result.latency[p] = time_graph_replays(
+          [&](int64_t i) { run_path(path, sets[i % result.copies]); }, device,
+          graph_config);
+    }
+#else
+    TORCH_CHECK(false, "fgl_bench was built without CUDA; cannot time on ",
+                device);
+#endif
+  }
+
+  result.rel_error = relative_errors(c, device);
+  return result;
+}
+
+}  // namespace fgl::bench

@@ -1,0 +1,41 @@
+// Measures one case: latency of every path (CUDA-graph replays on a GPU,
+// steady-clock calls on the CPU) and accuracy against a float64 reference.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <array>
+#include <cstdint>
+
+#include "cases.h"
+#include "paths.h"
+#include "timing.h"
+
+namespace fgl::bench {
+
+struct RunConfig {
+  int warmup = 5;                // untimed replays (GPU) or calls (CPU)
+  int replays = 50;              // timed replays (GPU) or calls (CPU)
+  int64_t calls_per_graph = 20;  // least calls captured into one graph
+  // Operand copies rotate until they add up to this many bytes, so the GPU's
+  // 50 MB L2 cannot serve the next call from the last one's reads.
+  int64_t rotate_bytes = int64_t{200} << 20;
+  int64_t max_copies = 4096;
+  bool tf32 = false;  // TF32 allowed for cuBLAS (affects the floor)
+};
+
+struct CaseResult {
+  Case c;
+  Floor floor;
+  std::array<LatencyStats, kPaths.size()> latency;  // kPaths order
+  std::array<double, kPaths.size()> rel_error{};    // kPaths order
+  int64_t copies = 1;           // operand sets rotated through
+  int64_t calls_per_graph = 0;  // 0 on the CPU
+};
+
+/// Times and checks every path of `c` on `device` (CPU or an indexed CUDA
+/// device). Throws c10::Error when a path fails.
+CaseResult run_case(const Case& c, const c10::Device& device,
+                    const RunConfig& config);
+
+}  // namespace fgl::bench

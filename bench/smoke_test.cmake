@@ -1,0 +1,51 @@
+# ctest smoke test of fgl_bench on the CPU: it exits 0 and its --json output
+# is an array of records with the expected keys.
+# Usage: cmake -DFGL_BENCH=<fgl_bench> -DJSON=<out.json> -P smoke_test.cmake
+execute_process(
+  COMMAND "${FGL_BENCH}" --device cpu --quick --shapes 2,3,8,5
+          --dtypes float32,bfloat16 --json "${JSON}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fgl_bench exited with ${rc}")
+endif()
+if(NOT out MATCHES "shape \\(R,B,H,K\\)")
+  message(FATAL_ERROR "fgl_bench printed no table header")
+endif()
+
+file(READ "${JSON}" json)
+string(JSON type ERROR_VARIABLE parse_error TYPE "${json}")
+if(parse_error OR NOT type STREQUAL "ARRAY")
+  message(FATAL_ERROR "${JSON} is not a JSON array: ${parse_error}")
+endif()
+string(JSON n LENGTH "${json}")
+if(NOT n EQUAL 2)
+  message(FATAL_ERROR "expected 2 records (float32, bfloat16), got ${n}")
+endif()
+set(keys device device_name timing tf32 R B H K shape dtype bytes flops
+    bytes_floor_us flops_floor_us floor_us
+    fgl_us fgl_p10_us fgl_p90_us fgl_rel_err
+    cat_linear_us cat_linear_p10_us cat_linear_p90_us cat_linear_rel_err
+    permute_linear_us permute_linear_p10_us permute_linear_p90_us
+    permute_linear_rel_err samples speedup fgl_tbps fgl_tflops copies
+    calls_per_graph)
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  foreach(key IN LISTS keys)
+    string(JSON value ERROR_VARIABLE missing GET "${json}" ${i} ${key})
+    if(missing)
+      message(FATAL_ERROR "record ${i} lacks \"${key}\": ${missing}")
+    endif()
+  endforeach()
+  string(JSON device GET "${json}" ${i} device)
+  string(JSON err GET "${json}" ${i} fgl_rel_err)
+  string(JSON us GET "${json}" ${i} fgl_us)
+  if(NOT device STREQUAL "cpu" OR NOT us GREATER 0)
+    message(FATAL_ERROR "record ${i}: device ${device}, fgl_us ${us}")
+  endif()
+  # Accuracy is a number well below 1 (bfloat16 is about 1e-3).
+  if(NOT err LESS 0.05)
+    message(FATAL_ERROR "record ${i}: fgl_rel_err ${err} is too large")
+  endif()
+endforeach()
+message(STATUS "fgl_bench smoke test: ${n} records with every key")
