@@ -40,19 +40,23 @@ grep -E "tests passed|tests failed|Total Test time" "$logs/ctest.log" \
 # fused kernels. memcheck takes the whole sweep; racecheck and initcheck,
 # which are far slower, take one shape per kernel.
 export FGL_CUDA_FUSED_ONLY=1
-step sanitizer-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+step sanitizer-memcheck timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
   "$tests" --gtest_brief=1 --gtest_filter='*Sweep*:*Cuda*'
 few='*Sweep*R4_B12_H32_K56_Float:*Sweep*R4_B12_H32_K56_BFloat16'
 few+=':*Sweep*R5_B70_H33_K130_Half:*Sweep*R2_B64_H8_K33_Float:*Cuda*'
 for tool in racecheck initcheck; do
-  step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+  step "sanitizer-$tool" timeout 180 compute-sanitizer --tool "$tool" --error-exitcode 9 \
     "$tests" --gtest_brief=1 --gtest_filter="$few"
 done
 unset FGL_CUDA_FUSED_ONLY
 if [ -x "$FGL_BUILD_DIR/bench/fgl_bench" ]; then
   step bench "$FGL_BUILD_DIR/bench/fgl_bench" --json "$logs/bench.json" "$@"
+  # Where the fused kernels stand against cuBLAS on the problems the
+  # dispatcher sends to cuBLAS (the threshold in ops/cuda/).
   FGL_CUDA_FUSED_ONLY=1 step bench-fused-only "$FGL_BUILD_DIR/bench/fgl_bench" \
-    --json "$logs/bench-fused-only.json" "$@"
+    --json "$logs/bench-fused-only.json" --replays 10 --calls-per-graph 3 \
+    --dtypes float32,bfloat16 \
+    --shapes "32,4096,128,4096;8,65536,64,512;16,512,128,1024;8,128,64,512"
   cat "$logs/bench.log" "$logs/bench-fused-only.log"
 fi
 echo "==== summary"
