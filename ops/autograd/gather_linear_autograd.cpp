@@ -83,6 +83,14 @@ class GatherLinearFunction
 
 at::Tensor gather_linear_autograd(const at::Tensor& x, const at::Tensor& weight,
                                   const std::optional<at::Tensor>& bias) {
+  const bool has_bias = bias.has_value() && bias->defined();
+  if (!at::GradMode::is_enabled() ||
+      !(x.requires_grad() || weight.requires_grad() ||
+        (has_bias && bias->requires_grad()))) {
+    // Nothing to differentiate: skip the graph node (inference in grad mode).
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return fgl::gather_linear(x, weight, bias);
+  }
   // Validate before autograd sees the inputs, so that bad input raises the
   // backends' messages rather than an autograd-internal one. Symbolic sizes:
   // this also runs under torch.compile with dynamic shapes.
