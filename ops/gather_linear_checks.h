@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
 
 #include <cstdint>
 #include <optional>
@@ -10,14 +11,26 @@
 namespace fgl::detail {
 
 /// The problem sizes: x [R, B, H], weight [K, R*H], out [B, K].
-struct GatherLinearSizes {
-  int64_t R, B, H, K;
+template <typename Int>
+struct BasicGatherLinearSizes {
+  Int R, B, H, K;
 };
+using GatherLinearSizes = BasicGatherLinearSizes<int64_t>;
+/// Symbolic sizes, for the Meta kernel: under torch.compile and torch.export
+/// (fake tensors with dynamic shapes) reading int64_t sizes would specialise
+/// every dimension, dynamic batch included.
+using SymGatherLinearSizes = BasicGatherLinearSizes<c10::SymInt>;
 
 /// Checks ranks, R*H agreement, bias length, dtypes (float32, float64,
 /// float16, bfloat16, all equal) and devices (all equal). Each message names
 /// the argument, the expected and the actual value.
 GatherLinearSizes check_gather_linear_inputs(
+    const at::Tensor& x, const at::Tensor& weight,
+    const std::optional<at::Tensor>& bias);
+
+/// check_gather_linear_inputs on symbolic sizes: guards only what the checks
+/// compare (weight columns == R*H, bias length == K).
+SymGatherLinearSizes check_gather_linear_inputs_symint(
     const at::Tensor& x, const at::Tensor& weight,
     const std::optional<at::Tensor>& bias);
 
@@ -27,5 +40,9 @@ void check_gather_linear_out(const at::Tensor& out, const at::Tensor& x,
                              const at::Tensor& weight,
                              const std::optional<at::Tensor>& bias,
                              const GatherLinearSizes& sizes);
+void check_gather_linear_out_symint(const at::Tensor& out, const at::Tensor& x,
+                                    const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias,
+                                    const SymGatherLinearSizes& sizes);
 
 }  // namespace fgl::detail

@@ -1,4 +1,5 @@
-// The op library registers one schema with CPU, CUDA and Meta kernels.
+// The op library registers one schema with CPU, CUDA, Meta and Autograd
+// kernels.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
@@ -25,6 +26,9 @@ TEST(Registration, EveryBackendHasAKernel) {
     const auto op = find_op(overload);
     EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::CPU)) << overload;
     EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) << overload;
+    // One Autograd kernel (the alias key) serves every device.
+    EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::Autograd))
+        << overload;
 #ifdef FGL_WITH_CUDA
     EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::CUDA)) << overload;
 #endif
