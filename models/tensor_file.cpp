@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "models/paths.h"
@@ -23,10 +22,14 @@
 namespace fgl::models {
 namespace {
 
-std::vector<char> read_bytes(const std::string& path) {
+// The first bytes of `path`, enough to tell the formats apart.
+std::vector<char> read_head(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   TORCH_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::vector<char> head(4);
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
 }
 
 bool starts_with(const std::vector<char>& bytes, const char* magic) {
@@ -230,7 +233,7 @@ const char* to_string(FileFormat format) {
 }
 
 TensorFile read_tensor_file(const std::string& path, bool nested) {
-  const auto bytes = read_bytes(path);
+  const auto bytes = read_head(path);
   TORCH_CHECK(!bytes.empty(), path, " is empty");
   TORCH_CHECK(starts_with(bytes, "PK\x03\x04"), path,
               " is not a PyTorch zip file",

@@ -6,6 +6,7 @@ a float64 reference computed here. Every error class asserts its exit code,
 its message with a hint, and that no output file was left behind."""
 import json
 import os
+import pty
 import subprocess
 
 import pytest
@@ -305,6 +306,33 @@ def test_benchmark_text(tmp_path, problem):
     for part in ("p50_us", "p90_us", "p99_us", "rows/s", "speed-up"):
         assert part in result.stdout
     assert result.stderr == ""
+
+
+def test_progress_on_a_terminal_only(tmp_path):
+    batches = {f"b{i}": torch.randn(2, 3, 4) for i in range(6)}
+    torch.save(batches, tmp_path / "x.pt")
+    torch.save(linear_state_dict(2, 4, 5), tmp_path / "w.pt")
+    args = [BINARY, "--input", str(tmp_path / "x.pt"), "--weights",
+            str(tmp_path / "w.pt"), "--log-level", "off"]
+    assert "\r" not in run(*args[1:]).stderr  # a pipe: no progress line
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=follower,
+                              timeout=120)
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal has no writer left
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert proc.returncode == OK
+    assert b"[1/6]" in drawn and b"[6/6] 100% b5" in drawn
 
 
 def test_no_check(tmp_path, problem):
