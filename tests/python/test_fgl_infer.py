@@ -220,6 +220,18 @@ def test_torchscript_container_from_python(tmp_path):
         assert_matches(out[name], reference(x, sd["weight"], sd["bias"]))
 
 
+def test_weights_from_a_scripted_linear(tmp_path):
+    layer = torch.nn.Linear(12, 5)
+    torch.jit.script(layer).save(str(tmp_path / "w.pt"))
+    x = torch.randn(3, 4, 4)
+    torch.save(x, tmp_path / "x.pt")
+    result = run("--input", tmp_path / "x.pt", "--weights", tmp_path / "w.pt",
+                 "--output", tmp_path / "y.pt")
+    assert result.returncode == OK, result.stderr
+    assert_matches(load(tmp_path / "y.pt"),
+                   reference(x, layer.weight.detach(), layer.bias.detach()))
+
+
 @pytest.fixture
 def cpp_fixtures(tmp_path):
     if not MAKE_FIXTURES:
