@@ -31,4 +31,8 @@ class AppError : public std::runtime_error {
   std::string hint_;
 };
 
+/// `text` with control characters and invalid UTF-8 escaped as \xNN: error
+/// messages quote names from damaged files, which may hold any bytes.
+std::string printable(const std::string& text);
+
 }  // namespace fgl::app

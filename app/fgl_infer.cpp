@@ -17,8 +17,8 @@ namespace {
 // --json runs also get them on stdout, so a summary is always there.
 int fail(bool json, int code, const std::string& what,
          const std::string& hint) {
-  std::cerr << "fgl_infer: error: " << what << "\n"
-            << "fgl_infer: hint: " << hint << "\n";
+  std::cerr << "fgl_infer: error: " << fgl::app::printable(what) << "\n"
+            << "fgl_infer: hint: " << fgl::app::printable(hint) << "\n";
   if (json) {
     fgl::app::print_json_error(code, what, hint, std::cout);
   }

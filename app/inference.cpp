@@ -93,7 +93,10 @@ c10::Device resolve_device(const std::string& name) {
   if (name == "auto") {
     return gpus > 0 ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   }
-  const c10::Device device(name == "cuda" ? "cuda:0" : name);
+  const auto device =
+      or_fail(kExitUsage, "--device " + name + " is not a device name",
+              "use auto, cpu, cuda or cuda:N",
+              [&] { return c10::Device(name == "cuda" ? "cuda:0" : name); });
   if (device.is_cuda() && device.index() >= gpus) {
     throw AppError(kExitUnavailable,
                    "--device " + name + " requested but this machine has " +

@@ -11,6 +11,7 @@ bool init(const std::string& level) {
   if (parsed == spdlog::level::off && level != "off") {
     return false;
   }
+  spdlog::drop("fgl_infer");  // init may run more than once in a process
   auto logger = spdlog::stderr_color_mt("fgl_infer");
   logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   logger->set_level(parsed);

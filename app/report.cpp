@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "errors.h"
 #include "options.h"
 
 namespace fgl::app {
@@ -20,7 +21,44 @@ nlohmann::ordered_json timing_json(const PathTiming& t) {
           {"mean_us", t.mean_us}, {"rows_per_s", t.rows_per_s}};
 }
 
+// Length of the valid UTF-8 sequence starting at s[i], or 0.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80         ? 1
+                   : (c >> 5) == 6  ? 2
+                   : (c >> 4) == 14 ? 3
+                   : (c >> 3) == 30 ? 4
+                                    : 0;
+  if (n == 0 || i + n > s.size()) {
+    return 0;
+  }
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) {
+      return 0;
+    }
+  }
+  return n;
+}
+
 }  // namespace
+
+std::string printable(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t n = utf8_length(text, i);
+    if (n == 0 || (c < 0x20 && c != '\n') || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
 
 void print_text(const InferReport& r, std::ostream& os) {
   os << (r.demo ? "demo problem (built in, fixed seed)" : r.input)
@@ -113,7 +151,9 @@ void print_json(const InferReport& r, std::ostream& os) {
                       {"reference", timing_json(*r.reference)},
                       {"speedup", r.reference->p50_us / r.fused->p50_us}};
   }
-  os << j.dump(2) << "\n";
+  // Names come from user files: replace invalid UTF-8 rather than throw.
+  os << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+     << "\n";
 }
 
 void print_json_error(int code, const std::string& error,
@@ -122,7 +162,8 @@ void print_json_error(int code, const std::string& error,
                                {"exit_code", code},
                                {"error", error},
                                {"hint", hint}}
-            .dump(2)
+            .dump(2, ' ', false,
+                  nlohmann::ordered_json::error_handler_t::replace)
      << "\n";
 }
 

@@ -155,6 +155,11 @@ class PickleMachine {
     if (it != storages_.end()) {
       return it->second;
     }
+    bool known = false;
+    for (const auto& entry : storage_dtypes()) {
+      known = known || static_cast<int64_t>(entry.second) == e[1].toInt();
+    }
+    TORCH_CHECK(known, "storage ", key, " has an unsupported type");
     const auto dtype = static_cast<at::ScalarType>(e[1].toInt());
     const int64_t numel = e[4].toInt();
     auto flat = at::empty({numel}, at::TensorOptions().dtype(dtype));

@@ -412,6 +412,32 @@ def test_truncated_file(tmp_path, problem):
     assert_error(result, DATAERR, "cannot read input", tmp_path=tmp_path)
 
 
+@pytest.mark.parametrize("target", ["input", "weights"])
+def test_damaged_files_never_crash(tmp_path, problem, target):
+    """Random truncations and byte flips: a clean error or, where the damage
+    hit only tensor data, a normal run (whose check may fail on NaN or huge
+    values); never a signal or an internal error."""
+    import random
+    rng = random.Random(1234)
+    base = (tmp_path / ("x.pt" if target == "input" else "w.pt")).read_bytes()
+    for _ in range(12):
+        data = bytearray(base)
+        if rng.random() < 0.5:
+            data = data[:rng.randrange(len(data))]
+        else:
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        (tmp_path / "bad.pt").write_bytes(bytes(data))
+        files = ([tmp_path / "bad.pt", tmp_path / "w.pt"] if target == "input"
+                 else [tmp_path / "x.pt", tmp_path / "bad.pt"])
+        result = subprocess.run(
+            [BINARY, "--input", files[0], "--weights", files[1], "--json"],
+            capture_output=True, timeout=120)
+        assert result.returncode in (OK, CHECK_FAILED, DATAERR), result.stderr[
+            -500:]
+        json.loads(result.stdout)  # a summary even for damaged files
+
+
 @pytest.mark.parametrize("content,message", [
     (b"", "is empty"),
     (b"this is not a tensor file", "not a PyTorch zip file"),
