@@ -23,6 +23,7 @@ Tolerance default_tolerance(at::ScalarType dtype) {
 void ErrorStats::merge(const ErrorStats& other) {
   max_abs_err = std::max(max_abs_err, other.max_abs_err);
   max_rel_err = std::max(max_rel_err, other.max_rel_err);
+  nonfinite += other.nonfinite;
   passed = passed && other.passed;
 }
 
@@ -33,6 +34,7 @@ ErrorStats compare(const at::Tensor& out, const at::Tensor& ref,
     return stats;
   }
   const auto out64 = out.to(at::kDouble);
+  stats.nonfinite = out64.isfinite().logical_not().sum().item<int64_t>();
   const auto ref64 = ref.to(at::kDouble);
   const auto err = (out64 - ref64).abs();
   const auto mag = ref64.abs();

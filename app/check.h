@@ -4,6 +4,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+
 namespace fgl::app {
 
 /// Passing means |out - ref| <= atol + rtol * |ref| everywhere (allclose).
@@ -21,6 +23,8 @@ struct ErrorStats {
   /// Largest |out - ref| / |ref| over elements with |ref| > atol (relative
   /// error means nothing at the zeros of ref).
   double max_rel_err = 0;
+  /// NaN or infinite elements of the fused result.
+  int64_t nonfinite = 0;
   bool passed = true;
 
   void merge(const ErrorStats& other);

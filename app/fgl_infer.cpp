@@ -43,11 +43,8 @@ int main(int argc, char** argv) {
     json ? print_json(report, std::cout) : print_text(report, std::cout);
     if (report.exit_code == kExitCheckFailed) {
       // The summary (JSON or table) is already on stdout.
-      return fail(/*json=*/false, kExitCheckFailed,
-                  "the fused op disagrees with the reference path beyond "
-                  "atol + rtol * |ref|",
-                  "see the table above; rerun with --no-check to write the "
-                  "output anyway, or --atol/--rtol if the dtype warrants it");
+      const auto failure = describe_check_failure(report);
+      return fail(/*json=*/false, kExitCheckFailed, failure.what, failure.hint);
     }
     return report.exit_code;
   } catch (const AppError& e) {

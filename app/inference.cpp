@@ -220,18 +220,97 @@ fgl::app::PathTiming to_timing(const fgl::bench::LatencyStats& s,
   return t;
 }
 
+// Every batch split along B into calls of at most `batch_size` rows, on the
+// device in the run's dtype: made once, so that timing sees only the op.
+using Chunks = std::vector<std::vector<at::Tensor>>;
+
+Chunks make_chunks(const TensorFile& input, const c10::Device& device,
+                   c10::ScalarType dtype, int64_t batch_size) {
+  Chunks chunks;
+  for (const auto& tensor : input.tensors) {
+    const auto x = tensor.to(device, dtype);
+    chunks.push_back(batch_size > 0 && x.size(1) > batch_size
+                         ? x.split(batch_size, /*dim=*/1)
+                         : std::vector<at::Tensor>{x});
+  }
+  return chunks;
+}
+
+// Runs every chunk through the fused path, checked against the reference
+// path when `check`; returns each batch's result with its rows joined again.
+std::vector<at::Tensor> run_batches(models::GatherLinearImpl& model,
+                                    const Chunks& chunks,
+                                    const std::vector<std::string>& names,
+                                    bool check, const Tolerance& tolerance,
+                                    InferReport& report) {
+  int64_t calls = 0;
+  for (const auto& batch : chunks) {
+    calls += static_cast<int64_t>(batch.size());
+  }
+  log::debug("running " + std::to_string(calls) + " call(s) on " +
+             report.device);
+  Progress progress("fgl_infer", calls);
+  std::vector<at::Tensor> results;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    BatchResult batch;
+    batch.name = names[i];
+    ErrorStats errors;
+    std::vector<at::Tensor> outs;
+    for (const auto& x : chunks[i]) {
+      outs.push_back(model.forward(x));
+      if (check) {
+        errors.merge(
+            compare(outs.back(), model.forward_reference(x), tolerance));
+      }
+      batch.rows += x.size(1);
+      ++batch.chunks;
+      progress.step(batch.name);
+    }
+    batch.max_abs_err = errors.max_abs_err;
+    batch.max_rel_err = errors.max_rel_err;
+    batch.nonfinite = errors.nonfinite;
+    batch.passed = errors.passed;
+    report.rows += batch.rows;
+    report.passed = report.passed && batch.passed;
+    report.batches.push_back(batch);
+    results.push_back(outs.size() == 1 ? outs[0] : at::cat(outs, 0));
+  }
+  return results;
+}
+
+// Latency of one pass over all chunks, for each path.
+void benchmark(models::GatherLinearImpl& model, const Chunks& chunks,
+               const c10::Device& device, int warmup, int iters,
+               InferReport& report) {
+  log::info("timing " + std::to_string(iters) + " passes of each path");
+  auto time_path = [&](bool fused) {
+    const auto stats = fgl::bench::time_calls(
+        [&] {
+          for (const auto& batch : chunks) {
+            for (const auto& x : batch) {
+              fused ? model.forward(x) : model.forward_reference(x);
+            }
+          }
+        },
+        device, warmup, iters);
+    return to_timing(stats, report.rows);
+  };
+  report.warmup = warmup;
+  report.fused = time_path(true);
+  report.reference = time_path(false);
+}
+
 }  // namespace
 
 InferReport run_inference(const InferOptions& o) {
   c10::InferenceMode inference_mode;
-  InferReport report;
-  report.demo = o.input.empty();
   if (!o.output.empty()) {
     require_creatable_output(o.output);
   }
   const c10::Device device = resolve_device(o.device);
-  Problem problem = report.demo ? demo_problem() : load_problem(o);
-  TensorFile& input = problem.input;
+  const bool demo = o.input.empty();
+  const Problem problem = demo ? demo_problem() : load_problem(o);
+  const TensorFile& input = problem.input;
   check_batches(input);
 
   const int64_t R = input.tensors[0].size(0), H = input.tensors[0].size(2);
@@ -246,8 +325,10 @@ InferReport run_inference(const InferOptions& o) {
   model->to(device, dtype);
   model->eval();
 
+  InferReport report;
+  report.demo = demo;
   report.input = o.input;
-  report.input_format = report.demo ? "demo" : to_string(input.format);
+  report.input_format = demo ? "demo" : to_string(input.format);
   report.input_layout = to_string(input.layout);
   report.weights = o.weights;
   report.weights_prefix = problem.weights.prefix;
@@ -265,62 +346,11 @@ InferReport run_inference(const InferOptions& o) {
   report.atol = tolerance.atol;
   report.rtol = tolerance.rtol;
 
-  // Chunks along B, converted once, so that timing sees only the op.
-  std::vector<std::vector<at::Tensor>> chunks(input.tensors.size());
-  int64_t total_chunks = 0;
-  for (size_t i = 0; i < input.tensors.size(); ++i) {
-    const auto x = input.tensors[i].to(device, dtype);
-    chunks[i] = o.batch_size > 0 && x.size(1) > o.batch_size
-                    ? x.split(o.batch_size, /*dim=*/1)
-                    : std::vector<at::Tensor>{x};
-    total_chunks += static_cast<int64_t>(chunks[i].size());
-    report.rows += x.size(1);
-  }
-  log::debug("running " + std::to_string(total_chunks) + " call(s) on " +
-             report.device);
-
-  std::vector<at::Tensor> results;
-  {
-    Progress progress("fgl_infer", total_chunks);
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      BatchResult batch{input.names[i], 0, 0};
-      std::vector<at::Tensor> outs;
-      for (const auto& x : chunks[i]) {
-        outs.push_back(model->forward(x));
-        if (o.check) {
-          const auto stats =
-              compare(outs.back(), model->forward_reference(x), tolerance);
-          batch.max_abs_err = std::max(batch.max_abs_err, stats.max_abs_err);
-          batch.max_rel_err = std::max(batch.max_rel_err, stats.max_rel_err);
-          batch.passed = batch.passed && stats.passed;
-        }
-        batch.rows += x.size(1);
-        ++batch.chunks;
-        progress.step(batch.name);
-      }
-      report.passed = report.passed && batch.passed;
-      report.batches.push_back(batch);
-      results.push_back(outs.size() == 1 ? outs[0] : at::cat(outs, 0));
-    }
-  }
-
+  const Chunks chunks = make_chunks(input, device, dtype, o.batch_size);
+  const auto results =
+      run_batches(*model, chunks, input.names, o.check, tolerance, report);
   if (o.iters > 0) {
-    report.warmup = o.warmup;
-    auto time_path = [&](bool fused) {
-      const auto stats = fgl::bench::time_calls(
-          [&] {
-            for (const auto& batch : chunks) {
-              for (const auto& x : batch) {
-                fused ? model->forward(x) : model->forward_reference(x);
-              }
-            }
-          },
-          device, o.warmup, o.iters);
-      return to_timing(stats, report.rows);
-    };
-    log::info("timing " + std::to_string(o.iters) + " passes of each path");
-    report.fused = time_path(true);
-    report.reference = time_path(false);
+    benchmark(*model, chunks, device, o.warmup, o.iters, report);
   }
 
   if (!report.passed) {

@@ -60,6 +60,29 @@ std::string printable(const std::string& text) {
   return out;
 }
 
+CheckFailure describe_check_failure(const InferReport& r) {
+  int64_t failed = 0, nonfinite = 0;
+  for (const auto& b : r.batches) {
+    failed += b.passed ? 0 : 1;
+    nonfinite += b.nonfinite;
+  }
+  const std::string what = std::to_string(failed) + " of " +
+                           std::to_string(r.batches.size()) +
+                           " batch(es) failed the check";
+  if (nonfinite > 0) {
+    return {what + ": the result holds " + std::to_string(nonfinite) +
+                " NaN/inf value(s)",
+            "look for NaN/inf in the input and weights, or values too large "
+            "for " +
+                r.dtype + "; --no-check writes the output anyway"};
+  }
+  return {what +
+              ": the fused op and the reference path differ by more than "
+              "atol + rtol * |reference|",
+          "see the table on stdout; --atol/--rtol if the dtype warrants it, "
+          "--no-check to write the output anyway"};
+}
+
 void print_text(const InferReport& r, std::ostream& os) {
   os << (r.demo ? "demo problem (built in, fixed seed)" : r.input)
      << ": R=" << r.R << " H=" << r.H << " K=" << r.K
@@ -71,11 +94,15 @@ void print_text(const InferReport& r, std::ostream& os) {
                 "rows", "max_abs_err", "max_rel_err", "check");
   os << line;
   for (const auto& b : r.batches) {
-    std::snprintf(line, sizeof(line), "  %-16s %8lld %12.3g %12.3g  %s\n",
+    std::snprintf(line, sizeof(line), "  %-16s %8lld %12.3g %12.3g  %s",
                   b.name.c_str(), static_cast<long long>(b.rows), b.max_abs_err,
                   b.max_rel_err,
                   !r.checked ? "-" : (b.passed ? "pass" : "FAIL"));
     os << line;
+    if (b.nonfinite > 0) {
+      os << " (" << b.nonfinite << " NaN/inf in the result)";
+    }
+    os << "\n";
   }
   if (!r.checked) {
     os << "check skipped (--no-check)\n";
@@ -116,6 +143,7 @@ void print_json(const InferReport& r, std::ostream& os) {
                        {"chunks", b.chunks},
                        {"max_abs_err", b.max_abs_err},
                        {"max_rel_err", b.max_rel_err},
+                       {"nonfinite", b.nonfinite},
                        {"passed", b.passed}});
   }
   nlohmann::ordered_json j = {

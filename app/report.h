@@ -16,6 +16,7 @@ struct BatchResult {
   int64_t chunks = 0;
   double max_abs_err = 0;
   double max_rel_err = 0;
+  int64_t nonfinite = 0;  // NaN/inf elements of the fused result
   bool passed = true;
 };
 
@@ -44,6 +45,12 @@ struct InferReport {
   std::optional<PathTiming> fused, reference;  // benchmark mode only
   int exit_code = 0;
 };
+
+/// What went wrong with a failed check, and what to do next.
+struct CheckFailure {
+  std::string what, hint;
+};
+CheckFailure describe_check_failure(const InferReport& report);
 
 void print_text(const InferReport& report, std::ostream& os);
 void print_json(const InferReport& report, std::ostream& os);

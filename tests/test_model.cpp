@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 
+#include <string>
 #include <tuple>
 
 #include "models/gather_linear_module.h"
@@ -17,6 +18,14 @@ using models::GatherLinearOptions;
 // (R, B, H, K, bias)
 class ModelSweep : public ::testing::TestWithParam<
                        std::tuple<int64_t, int64_t, int64_t, int64_t, bool>> {};
+
+std::string sweep_name(
+    const ::testing::TestParamInfo<ModelSweep::ParamType>& p) {
+  const auto& [R, B, H, K, bias] = p.param;
+  return "R" + std::to_string(R) + "_B" + std::to_string(B) + "_H" +
+         std::to_string(H) + "_K" + std::to_string(K) +
+         (bias ? "_bias" : "_nobias");
+}
 
 TEST_P(ModelSweep, BothForwardsMatchTheFloat64Reference) {
   const auto [R, B, H, K, bias] = GetParam();
@@ -50,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ModelSweep,
                                            std::make_tuple(1, 1, 33, 1000,
                                                            true),
                                            std::make_tuple(7, 5, 17, 9, false),
-                                           std::make_tuple(3, 0, 8, 4, true)));
+                                           std::make_tuple(3, 0, 8, 4, true)),
+                         sweep_name);
 
 TEST(GatherLinearModule, RegistersProjParameters) {
   GatherLinear model(GatherLinearOptions(2, 3, 5));

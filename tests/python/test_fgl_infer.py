@@ -366,8 +366,21 @@ def test_failed_check_exits_nonzero_and_writes_nothing(tmp_path):
                  tmp_path / "y.pt")
     assert result.returncode == CHECK_FAILED, result.stdout + result.stderr
     assert "check FAILED" in result.stdout
-    assert "--no-check" in result.stderr
+    assert "--no-check" in result.stderr and "differ by more" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.pt", "x.pt"]
+
+
+def test_nan_in_the_input_fails_the_check_and_says_so(tmp_path):
+    x = torch.randn(2, 3, 4)
+    x[1, 2, 0] = float("nan")
+    torch.save(x, tmp_path / "x.pt")
+    torch.save(linear_state_dict(2, 4, 5), tmp_path / "w.pt")
+    result = run("--input", tmp_path / "x.pt", "--weights", tmp_path / "w.pt",
+                 "--output", tmp_path / "y.pt")
+    assert result.returncode == CHECK_FAILED
+    assert "5 NaN/inf in the result" in result.stdout
+    assert "look for NaN/inf in the input" in result.stderr
+    assert not (tmp_path / "y.pt").exists()
 
 
 # ------------------------------------------------------------------ errors
