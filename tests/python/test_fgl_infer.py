@@ -122,6 +122,22 @@ def test_python_inputs_in_every_layout(tmp_path, layout):
         assert_matches(o, reference(x, sd["weight"], sd["bias"]))
 
 
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_views_of_one_storage_and_pickle_protocols(tmp_path, protocol):
+    big = torch.randn(8, 3, 20)  # (B, R, H) buffer
+    x = big.transpose(0, 1)  # (R, B, H) view
+    batches = [x[:, :5], x[:, 5:]]  # views sharing one storage, offset
+    sd = linear_state_dict(3, 20, 7)
+    torch.save(batches, tmp_path / "x.pt", pickle_protocol=protocol)
+    torch.save(sd, tmp_path / "w.pt", pickle_protocol=protocol)
+    result = run("--input", tmp_path / "x.pt", "--weights", tmp_path / "w.pt",
+                 "--output", tmp_path / "y.pt")
+    assert result.returncode == OK, result.stderr
+    out = load(tmp_path / "y.pt")
+    for o, b in zip(out, batches):
+        assert_matches(o, reference(b, sd["weight"], sd["bias"]))
+
+
 def test_weights_without_bias(tmp_path):
     x = torch.randn(2, 6, 8)
     sd = linear_state_dict(2, 8, 5, bias=False)
