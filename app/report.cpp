@@ -87,8 +87,8 @@ void print_text(const InferReport& r, std::ostream& os) {
   os << (r.demo ? "demo problem (built in, fixed seed)" : r.input)
      << ": R=" << r.R << " H=" << r.H << " K=" << r.K
      << (r.bias ? " with bias" : " no bias") << ", " << r.batches.size()
-     << " batch(es), " << r.rows << " rows, " << r.dtype << " on " << r.device
-     << "\n";
+     << " batch(es), B=" << r.rows << " rows in all, " << r.dtype << " on "
+     << r.device << "\n";
   char line[160];
   std::snprintf(line, sizeof(line), "  %-16s %8s %12s %12s  %s\n", "batch",
                 "rows", "max_abs_err", "max_rel_err", "check");
