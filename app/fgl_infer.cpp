@@ -1,24 +1,60 @@
-// fgl_infer: runs the fused gather+linear op on the built-in demo problem and
-// checks it against the cat + linear reference path.
-#include <ATen/ATen.h>
+// fgl_infer: batched inference of linear(cat(x.unbind(0), -1)) with the fused
+// fgl::gather_linear op, checked against the reference path. Everything but
+// the exit-code mapping lives in the fgl_infer library (app/).
+#include <c10/util/Exception.h>
 
-#include <cstdio>
+#include <iostream>
 
-#include "fgl/gather_linear.h"
+#include "errors.h"
+#include "inference.h"
+#include "log.h"
+#include "options.h"
+#include "report.h"
 
-int main() {
-  constexpr int64_t R = 4, B = 12, H = 32, K = 56;
-  at::manual_seed(0);
-  const auto x = at::randn({R, B, H});
-  const auto weight = at::randn({K, R * H});
-  const auto bias = at::randn({K});
+namespace {
 
-  const auto fused = fgl::gather_linear(x, weight, bias);
-  const auto reference = at::linear(at::cat(x.unbind(0), -1), weight, bias);
-  const double max_abs_err = (fused - reference).abs().max().item<double>();
-  const bool ok = at::allclose(fused, reference, 1e-4, 1e-4);
-  std::printf(
-      "demo R=%ld B=%ld H=%ld K=%ld: max |fused - reference| = %.3g: %s\n", R,
-      B, H, K, max_abs_err, ok ? "PASS" : "FAIL");
-  return ok ? 0 : 1;
+// Errors go to stderr as two lines, what went wrong and what to do next;
+// --json runs also get them on stdout, so a summary is always there.
+int fail(bool json, int code, const std::string& what,
+         const std::string& hint) {
+  std::cerr << "fgl_infer: error: " << fgl::app::printable(what) << "\n"
+            << "fgl_infer: hint: " << fgl::app::printable(hint) << "\n";
+  if (json) {
+    fgl::app::print_json_error(code, what, hint, std::cout);
+  }
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fgl::app;
+  bool json = false;
+  try {
+    const Command command = parse_command_line(argc, argv);
+    if (command.kind != Command::Kind::kRun) {
+      std::cout << command.text << "\n";
+      return kExitOk;
+    }
+    const InferOptions& options = command.options;
+    json = options.json;
+    log::init(options.log_level);
+    const InferReport report = run_inference(options);
+    json ? print_json(report, std::cout) : print_text(report, std::cout);
+    if (report.exit_code == kExitCheckFailed) {
+      // The summary (JSON or table) is already on stdout.
+      const auto failure = describe_check_failure(report);
+      return fail(/*json=*/false, kExitCheckFailed, failure.what, failure.hint);
+    }
+    return report.exit_code;
+  } catch (const AppError& e) {
+    return fail(json, e.code(), e.what(), e.hint());
+  } catch (const c10::Error& e) {
+    return fail(json, kExitSoftware,
+                std::string("internal error: ") + e.what_without_backtrace(),
+                "please report this with the command line that caused it");
+  } catch (const std::exception& e) {
+    return fail(json, kExitSoftware, std::string("internal error: ") + e.what(),
+                "please report this with the command line that caused it");
+  }
 }

@@ -1,0 +1,378 @@
+#include "inference.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <c10/core/InferenceMode.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "check.h"
+#include "errors.h"
+#include "log.h"
+#include "models/gather_linear_module.h"
+#include "models/paths.h"
+#include "models/tensor_file.h"
+#include "models/weights.h"
+#include "progress.h"
+#include "timing.h"
+
+namespace fgl::app {
+namespace {
+
+using models::GatherLinear;
+using models::LinearWeights;
+using models::TensorFile;
+
+// Runs `fn`; a torch or std error from it becomes an AppError with `code`,
+// the context and the hint.
+template <typename Fn>
+auto or_fail(ExitCode code, const std::string& context, const std::string& hint,
+             Fn&& fn) {
+  try {
+    return fn();
+  } catch (const AppError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw AppError(code, context + ": " + e.what_without_backtrace(), hint);
+  } catch (const std::exception& e) {
+    throw AppError(code, context + ": " + e.what(), hint);
+  }
+}
+
+template <typename T>
+std::string str(const T& value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
+}
+
+void require_readable_file(const std::string& path, const char* what) {
+  if (!models::path_exists(path)) {
+    throw AppError(kExitNoInput,
+                   std::string(what) + " " + path + " does not exist",
+                   "check the path; fgl_infer --help lists what it reads");
+  }
+  if (models::is_directory(path)) {
+    throw AppError(kExitNoInput,
+                   std::string(what) + " " + path + " is a directory",
+                   "pass the tensor file inside it, not the directory");
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    throw AppError(kExitNoInput,
+                   std::string(what) + " " + path + " is not readable",
+                   "check the file's permissions");
+  }
+}
+
+// Fails before any work when the output can obviously not be created.
+void require_creatable_output(const std::string& path) {
+  const std::string dir = models::parent_directory(path);
+  const std::string hint =
+      "choose an --output path in an existing, writable directory";
+  if (models::is_directory(path)) {
+    throw AppError(kExitCantCreate, "output " + path + " is a directory",
+                   "give a file name, e.g. --output " + path + "/y.pt");
+  }
+  if (!models::is_directory(dir)) {
+    throw AppError(kExitCantCreate,
+                   "cannot create output " + path + ": " + dir +
+                       " is not an existing directory",
+                   hint);
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw AppError(kExitCantCreate,
+                   "cannot create output " + path + ": directory " + dir +
+                       " is not writable",
+                   hint);
+  }
+}
+
+c10::Device resolve_device(const std::string& name) {
+  const int64_t gpus = at::hasCUDA() ? at::getNumGPUs() : 0;
+  if (name == "auto") {
+    return gpus > 0 ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  }
+  const auto device =
+      or_fail(kExitUsage, "--device " + name + " is not a device name",
+              "use auto, cpu, cuda or cuda:N",
+              [&] { return c10::Device(name == "cuda" ? "cuda:0" : name); });
+  if (device.is_cuda() && device.index() >= gpus) {
+    throw AppError(kExitUnavailable,
+                   "--device " + name + " requested but this machine has " +
+                       (gpus == 0 ? "no usable CUDA GPU"
+                                  : std::to_string(gpus) + " GPU(s)"),
+                   gpus == 0 ? "use --device cpu (or auto)"
+                             : "use --device cuda:0 .. cuda:" +
+                                   std::to_string(gpus - 1) + " or auto");
+  }
+  return device;
+}
+
+// The names --dtype takes, rather than c10's "Float".
+std::string dtype_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat:
+      return "float32";
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kDouble:
+      return "float64";
+    default:
+      return str(dtype);
+  }
+}
+
+c10::ScalarType resolve_dtype(const std::string& name, const at::Tensor& x,
+                              const std::string& batch) {
+  if (name == "float32") return at::kFloat;
+  if (name == "float16") return at::kHalf;
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float64") return at::kDouble;
+  if (!at::isFloatingType(x.scalar_type())) {
+    throw AppError(kExitDataErr,
+                   "input batch '" + batch + "' holds " + str(x.scalar_type()) +
+                       " values, not floating point",
+                   "pass --dtype float32 (or another float type) to convert");
+  }
+  return x.scalar_type();
+}
+
+struct Problem {
+  TensorFile input;
+  LinearWeights weights;
+};
+
+Problem demo_problem() {
+  at::manual_seed(DemoShape::seed);
+  using D = DemoShape;
+  GatherLinear demo(D::R, D::H, D::K);
+  Problem p;
+  p.input.layout = models::Layout::kTensor;
+  p.input.names = {"demo"};
+  p.input.tensors = {at::randn({D::R, D::B, D::H})};
+  p.weights =
+      LinearWeights{demo->proj->weight.detach(), demo->proj->bias.detach(), ""};
+  return p;
+}
+
+Problem load_problem(const InferOptions& o) {
+  require_readable_file(o.input, "input");
+  require_readable_file(o.weights, "weights");
+  Problem p;
+  p.input = or_fail(kExitDataErr, "cannot read input " + o.input,
+                    "--input must be a torch.save / torch::save / TorchScript "
+                    "file holding a tensor (R, B, H), or a list, tuple or "
+                    "dict of them",
+                    [&] { return models::read_tensor_file(o.input); });
+  log::info("read " + std::to_string(p.input.tensors.size()) +
+            " batch(es) from " + o.input + " (" +
+            models::to_string(p.input.format) + ", " +
+            models::to_string(p.input.layout) + ")");
+  p.weights = or_fail(
+      kExitDataErr, "cannot read weights " + o.weights,
+      "--weights must hold an nn.Linear(R*H, K) state_dict (weight, bias), "
+      "a bigger state_dict with --weights-prefix, or a C++ "
+      "torch::save(GatherLinear)",
+      [&] { return models::read_weights(o.weights, o.weights_prefix); });
+  log::info("weights " + p.weights.prefix + "weight " +
+            str(p.weights.weight.sizes()) +
+            (p.weights.bias ? " with bias" : " without bias") + " from " +
+            o.weights);
+  return p;
+}
+
+// Every batch must be (R, B, H) with the first batch's R and H.
+void check_batches(const TensorFile& input) {
+  const auto& first = input.tensors[0];
+  for (size_t i = 0; i < input.tensors.size(); ++i) {
+    const auto& x = input.tensors[i];
+    if (x.dim() != 3) {
+      throw AppError(kExitDataErr,
+                     "input batch '" + input.names[i] +
+                         "' must be 3-D (R, B, H), got shape " + str(x.sizes()),
+                     "if it is already concatenated as (B, R*H), use "
+                     "x.view(B, R, H).transpose(0, 1) before saving");
+    }
+    if (x.size(0) != first.size(0) || x.size(2) != first.size(2)) {
+      throw AppError(kExitDataErr,
+                     "input batch '" + input.names[i] + "' has shape " +
+                         str(x.sizes()) + " but batch '" + input.names[0] +
+                         "' has R=" + std::to_string(first.size(0)) +
+                         " H=" + std::to_string(first.size(2)) +
+                         "; every batch must share R and H",
+                     "run batches of different shapes in separate calls");
+    }
+  }
+}
+
+fgl::app::PathTiming to_timing(const fgl::bench::LatencyStats& s,
+                               int64_t rows) {
+  PathTiming t;
+  t.samples = s.samples;
+  t.p50_us = s.p50_us;
+  t.p90_us = s.p90_us;
+  t.p99_us = s.p99_us;
+  t.mean_us = s.mean_us;
+  t.rows_per_s = s.p50_us > 0 ? rows / (s.p50_us * 1e-6) : 0;
+  return t;
+}
+
+// Every batch split along B into calls of at most `batch_size` rows, on the
+// device in the run's dtype: made once, so that timing sees only the op.
+using Chunks = std::vector<std::vector<at::Tensor>>;
+
+Chunks make_chunks(const TensorFile& input, const c10::Device& device,
+                   c10::ScalarType dtype, int64_t batch_size) {
+  Chunks chunks;
+  for (const auto& tensor : input.tensors) {
+    const auto x = tensor.to(device, dtype);
+    chunks.push_back(batch_size > 0 && x.size(1) > batch_size
+                         ? x.split(batch_size, /*dim=*/1)
+                         : std::vector<at::Tensor>{x});
+  }
+  return chunks;
+}
+
+// Runs every chunk through the fused path, checked against the reference
+// path when `check`; returns each batch's result with its rows joined again.
+std::vector<at::Tensor> run_batches(models::GatherLinearImpl& model,
+                                    const Chunks& chunks,
+                                    const std::vector<std::string>& names,
+                                    bool check, const Tolerance& tolerance,
+                                    InferReport& report) {
+  int64_t calls = 0;
+  for (const auto& batch : chunks) {
+    calls += static_cast<int64_t>(batch.size());
+  }
+  log::debug("running " + std::to_string(calls) + " call(s) on " +
+             report.device);
+  Progress progress("fgl_infer", calls);
+  std::vector<at::Tensor> results;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    BatchResult batch;
+    batch.name = names[i];
+    ErrorStats errors;
+    std::vector<at::Tensor> outs;
+    for (const auto& x : chunks[i]) {
+      outs.push_back(model.forward(x));
+      if (check) {
+        errors.merge(
+            compare(outs.back(), model.forward_reference(x), tolerance));
+      }
+      batch.rows += x.size(1);
+      ++batch.chunks;
+      progress.step(batch.name);
+    }
+    batch.max_abs_err = errors.max_abs_err;
+    batch.max_rel_err = errors.max_rel_err;
+    batch.nonfinite = errors.nonfinite;
+    batch.passed = errors.passed;
+    report.rows += batch.rows;
+    report.passed = report.passed && batch.passed;
+    report.batches.push_back(batch);
+    results.push_back(outs.size() == 1 ? outs[0] : at::cat(outs, 0));
+  }
+  return results;
+}
+
+// Latency of one pass over all chunks, for each path.
+void benchmark(models::GatherLinearImpl& model, const Chunks& chunks,
+               const c10::Device& device, int warmup, int iters,
+               InferReport& report) {
+  log::info("timing " + std::to_string(iters) + " passes of each path");
+  auto time_path = [&](bool fused) {
+    const auto stats = fgl::bench::time_calls(
+        [&] {
+          for (const auto& batch : chunks) {
+            for (const auto& x : batch) {
+              fused ? model.forward(x) : model.forward_reference(x);
+            }
+          }
+        },
+        device, warmup, iters);
+    return to_timing(stats, report.rows);
+  };
+  report.warmup = warmup;
+  report.fused = time_path(true);
+  report.reference = time_path(false);
+}
+
+}  // namespace
+
+InferReport run_inference(const InferOptions& o) {
+  c10::InferenceMode inference_mode;
+  if (!o.output.empty()) {
+    require_creatable_output(o.output);
+  }
+  const c10::Device device = resolve_device(o.device);
+  const bool demo = o.input.empty();
+  const Problem problem = demo ? demo_problem() : load_problem(o);
+  const TensorFile& input = problem.input;
+  check_batches(input);
+
+  const int64_t R = input.tensors[0].size(0), H = input.tensors[0].size(2);
+  const auto dtype = resolve_dtype(o.dtype, input.tensors[0], input.names[0]);
+  const auto options = or_fail(
+      kExitDataErr, "input " + o.input + " does not fit weights " + o.weights,
+      "x must be (R, B, H) and the weight (K, R*H); check that both files "
+      "come from the same layer",
+      [&] { return models::options_for(problem.weights, R, H); });
+  GatherLinear model(options);
+  models::load_weights(*model, problem.weights);
+  model->to(device, dtype);
+  model->eval();
+
+  InferReport report;
+  report.demo = demo;
+  report.input = o.input;
+  report.input_format = demo ? "demo" : to_string(input.format);
+  report.input_layout = to_string(input.layout);
+  report.weights = o.weights;
+  report.weights_prefix = problem.weights.prefix;
+  report.device = str(device);
+  report.dtype = dtype_name(dtype);
+  report.R = R;
+  report.H = H;
+  report.K = options.K();
+  report.bias = options.bias();
+  report.batch_size = o.batch_size;
+  report.checked = o.check;
+  const Tolerance defaults = default_tolerance(dtype);
+  const Tolerance tolerance{o.atol.value_or(defaults.atol),
+                            o.rtol.value_or(defaults.rtol)};
+  report.atol = tolerance.atol;
+  report.rtol = tolerance.rtol;
+
+  const Chunks chunks = make_chunks(input, device, dtype, o.batch_size);
+  const auto results =
+      run_batches(*model, chunks, input.names, o.check, tolerance, report);
+  if (o.iters > 0) {
+    benchmark(*model, chunks, device, o.warmup, o.iters, report);
+  }
+
+  if (!report.passed) {
+    report.exit_code = kExitCheckFailed;
+    if (!o.output.empty()) {
+      log::warn("not writing " + o.output + ": the check failed");
+    }
+    return report;
+  }
+  if (!o.output.empty()) {
+    or_fail(kExitCantCreate, "cannot write output " + o.output,
+            "choose an --output path in a writable directory with free "
+            "space",
+            [&] {
+              models::write_tensor_file(o.output, input.layout, input.names,
+                                        results);
+              return 0;
+            });
+    report.output = o.output;
+    log::info("wrote " + o.output);
+  }
+  return report;
+}
+
+}  // namespace fgl::app

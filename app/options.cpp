@@ -1,0 +1,171 @@
+#include "options.h"
+
+#include <torch/version.h>
+
+#include <cxxopts.hpp>
+#include <regex>
+#include <sstream>
+
+#include "errors.h"
+#include "log.h"
+
+namespace fgl::app {
+namespace {
+
+constexpr const char* kExamples = R"(
+Examples:
+  fgl_infer                                  run the built-in demo problem
+  fgl_infer --input x.pt --weights w.pt      run and check every batch of x.pt
+  fgl_infer --input x.pt --weights ckpt.pt --weights-prefix encoder.out_proj \
+            --output y.pt                    weights from a bigger state_dict
+  fgl_infer --input x.pt --weights w.pt --device cuda --dtype bfloat16 \
+            --warmup 10 --iters 200          benchmark fused vs reference
+  fgl_infer --input x.pt --weights w.pt --json > summary.json
+
+Input files hold a tensor (R, B, H), a list or tuple of them, or a dict
+name -> tensor; each is a batch. Written by Python torch.save, C++ torch::save,
+or torch.jit.save of a module whose attributes are tensors; the format is
+detected. Weight files: nn.Linear(R*H, K).state_dict() (keys weight, bias), a
+bigger state_dict (--weights-prefix), or C++ torch::save(GatherLinear).
+--output is written in the input's structure; read it with torch.load.
+
+Exit codes: 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,
+69 device unavailable, 70 internal error, 73 cannot create output.
+)";
+
+[[noreturn]] void usage_error(const std::string& what) {
+  throw AppError(kExitUsage, what, "run fgl_infer --help for the options");
+}
+
+void validate(const InferOptions& o) {
+  static const std::regex device_re("auto|cpu|cuda|cuda:[0-9]+");
+  if (!std::regex_match(o.device, device_re)) {
+    usage_error("unknown --device '" + o.device +
+                "'; expected auto, cpu, cuda or cuda:N");
+  }
+  static const std::regex dtype_re("auto|float32|float16|bfloat16|float64");
+  if (!std::regex_match(o.dtype, dtype_re)) {
+    usage_error("unknown --dtype '" + o.dtype +
+                "'; expected auto, float32, float16, bfloat16 or float64");
+  }
+  static const std::regex level_re("trace|debug|info|warn|error|off");
+  if (!std::regex_match(o.log_level, level_re)) {
+    usage_error("unknown --log-level '" + o.log_level + "'; expected " +
+                log::kLevels);
+  }
+  if (o.input.empty() != o.weights.empty()) {
+    usage_error(o.input.empty()
+                    ? "--weights needs --input (the x tensors to run on)"
+                    : "--input needs --weights (the linear layer to apply)");
+  }
+  if (o.input.empty() && !o.weights_prefix.empty()) {
+    usage_error("--weights-prefix needs --weights");
+  }
+  if (o.batch_size < 0 || o.warmup < 0 || o.iters < 0) {
+    usage_error("--batch-size, --warmup and --iters must be >= 0");
+  }
+  if ((o.atol && *o.atol < 0) || (o.rtol && *o.rtol < 0)) {
+    usage_error("--atol and --rtol must be >= 0");
+  }
+  if (!o.check && (o.atol || o.rtol)) {
+    usage_error(
+        "--atol/--rtol set the check's tolerance; drop them or "
+        "--no-check");
+  }
+}
+
+}  // namespace
+
+std::string version_text() {
+  std::ostringstream os;
+  os << "fgl_infer " << FGL_VERSION << " (libtorch " << TORCH_VERSION << ")";
+  return os.str();
+}
+
+Command parse_command_line(int argc, const char* const* argv) {
+  cxxopts::Options spec(
+      "fgl_infer",
+      "Batched inference of linear(cat(x.unbind(0), -1), weight, bias) with "
+      "the fused\nfgl::gather_linear op, checked against the unfused path.\n"
+      "With no --input/--weights a built-in demo problem runs.");
+  spec.custom_help("[--input FILE --weights FILE] [options]");
+  // clang-format off
+  spec.add_options()
+    ("input", "x tensors (R, B, H): a tensor, list, tuple or dict of them",
+     cxxopts::value<std::string>(), "FILE")
+    ("weights", "linear weights (K, R*H) and optional bias (K)",
+     cxxopts::value<std::string>(), "FILE")
+    ("weights-prefix", "prefix of weight/bias in a bigger state_dict",
+     cxxopts::value<std::string>(), "PREFIX")
+    ("output", "write results (B, K), structured like the input",
+     cxxopts::value<std::string>(), "FILE")
+    ("batch-size", "split batches along B into chunks of N rows",
+     cxxopts::value<int64_t>()->default_value("0"), "N")
+    ("no-check", "skip the comparison with the reference path")
+    ("atol", "absolute tolerance of the check (default: by dtype)",
+     cxxopts::value<double>(), "X")
+    ("rtol", "relative tolerance of the check (default: by dtype)",
+     cxxopts::value<double>(), "X")
+    ("device", "auto, cpu, cuda or cuda:N",
+     cxxopts::value<std::string>()->default_value("auto"), "DEV")
+    ("dtype", "auto (the input's), float32, float16, bfloat16, float64",
+     cxxopts::value<std::string>()->default_value("auto"), "T")
+    ("warmup", "untimed calls before timing",
+     cxxopts::value<int>()->default_value("5"), "N")
+    ("iters", "timed calls of each path; > 0 turns on benchmark mode",
+     cxxopts::value<int>()->default_value("0"), "N")
+    ("json", "print one JSON summary on stdout")
+    ("log-level", std::string("stderr log level: ") + log::kLevels,
+     cxxopts::value<std::string>()->default_value("info"), "LEVEL")
+    ("version", "print the version")
+    ("h,help", "print this help");
+  // clang-format on
+
+  Command command;
+  try {
+    const auto args = spec.parse(argc, argv);
+    if (!args.unmatched().empty()) {
+      usage_error("unexpected argument '" + args.unmatched().front() + "'");
+    }
+    if (args.count("help")) {
+      command.kind = Command::Kind::kHelp;
+      command.text = spec.help() + kExamples;
+      return command;
+    }
+    if (args.count("version")) {
+      command.kind = Command::Kind::kVersion;
+      command.text = version_text();
+      return command;
+    }
+    auto& o = command.options;
+    auto set = [&](const char* name, auto& field) {
+      if (args.count(name)) {
+        field = args[name].as<std::decay_t<decltype(field)>>();
+      }
+    };
+    set("input", o.input);
+    set("weights", o.weights);
+    set("weights-prefix", o.weights_prefix);
+    set("output", o.output);
+    o.batch_size = args["batch-size"].as<int64_t>();
+    o.check = args.count("no-check") == 0;
+    if (args.count("atol")) {
+      o.atol = args["atol"].as<double>();
+    }
+    if (args.count("rtol")) {
+      o.rtol = args["rtol"].as<double>();
+    }
+    o.device = args["device"].as<std::string>();
+    o.dtype = args["dtype"].as<std::string>();
+    o.warmup = args["warmup"].as<int>();
+    o.iters = args["iters"].as<int>();
+    o.json = args.count("json") > 0;
+    o.log_level = args["log-level"].as<std::string>();
+  } catch (const cxxopts::exceptions::exception& e) {
+    usage_error(e.what());
+  }
+  validate(command.options);
+  return command;
+}
+
+}  // namespace fgl::app

@@ -1,0 +1,42 @@
+// fgl_infer's command line: parsed and validated here, before any file is
+// touched, so that a typo costs nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fgl::app {
+
+struct InferOptions {
+  std::string input;           // empty with weights: the built-in demo
+  std::string weights;         // state_dict / torch::save(GatherLinear)
+  std::string weights_prefix;  // empty: "weight", then "proj.weight"
+  std::string output;          // empty: results are not written
+  int64_t batch_size = 0;      // rows per call along B; 0: whole batches
+  bool check = true;
+  std::optional<double> atol, rtol;  // empty: the dtype's defaults
+  std::string device = "auto";       // auto, cpu, cuda, cuda:N
+  std::string dtype = "auto";        // auto, float32, float16, ...
+  int warmup = 5;
+  int iters = 0;  // > 0: benchmark mode
+  bool json = false;
+  std::string log_level = "info";
+};
+
+/// What the command line asks for.
+struct Command {
+  enum class Kind { kRun, kHelp, kVersion };
+  Kind kind = Kind::kRun;
+  std::string text;  // --help / --version text
+  InferOptions options;
+};
+
+/// Parses argv; throws AppError (kExitUsage) saying what is wrong and how to
+/// fix it.
+Command parse_command_line(int argc, const char* const* argv);
+
+/// "fgl_infer 0.1.0 (libtorch 2.11.0, ...)".
+std::string version_text();
+
+}  // namespace fgl::app

@@ -1,0 +1,198 @@
+#include "report.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "errors.h"
+#include "options.h"
+
+namespace fgl::app {
+namespace {
+
+std::string format(const char* fmt, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, value);
+  return buf;
+}
+
+nlohmann::ordered_json timing_json(const PathTiming& t) {
+  return {{"samples", t.samples}, {"p50_us", t.p50_us},
+          {"p90_us", t.p90_us},   {"p99_us", t.p99_us},
+          {"mean_us", t.mean_us}, {"rows_per_s", t.rows_per_s}};
+}
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80         ? 1
+                   : (c >> 5) == 6  ? 2
+                   : (c >> 4) == 14 ? 3
+                   : (c >> 3) == 30 ? 4
+                                    : 0;
+  if (n == 0 || i + n > s.size()) {
+    return 0;
+  }
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) {
+      return 0;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string printable(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t n = utf8_length(text, i);
+    if (n == 0 || (c < 0x20 && c != '\n') || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+CheckFailure describe_check_failure(const InferReport& r) {
+  int64_t failed = 0, nonfinite = 0;
+  for (const auto& b : r.batches) {
+    failed += b.passed ? 0 : 1;
+    nonfinite += b.nonfinite;
+  }
+  const std::string what = std::to_string(failed) + " of " +
+                           std::to_string(r.batches.size()) +
+                           " batch(es) failed the check";
+  if (nonfinite > 0) {
+    return {what + ": the result holds " + std::to_string(nonfinite) +
+                " NaN/inf value(s)",
+            "look for NaN/inf in the input and weights, or values too large "
+            "for " +
+                r.dtype + "; --no-check writes the output anyway"};
+  }
+  return {what +
+              ": the fused op and the reference path differ by more than "
+              "atol + rtol * |reference|",
+          "see the table on stdout; --atol/--rtol if the dtype warrants it, "
+          "--no-check to write the output anyway"};
+}
+
+void print_text(const InferReport& r, std::ostream& os) {
+  os << (r.demo ? "demo problem (built in, fixed seed)" : r.input)
+     << ": R=" << r.R << " H=" << r.H << " K=" << r.K
+     << (r.bias ? " with bias" : " no bias") << ", " << r.batches.size()
+     << " batch(es), B=" << r.rows << " rows in all, " << r.dtype << " on "
+     << r.device << "\n";
+  char line[160];
+  std::snprintf(line, sizeof(line), "  %-16s %8s %12s %12s  %s\n", "batch",
+                "rows", "max_abs_err", "max_rel_err", "check");
+  os << line;
+  for (const auto& b : r.batches) {
+    std::snprintf(line, sizeof(line), "  %-16s %8lld %12.3g %12.3g  %s",
+                  b.name.c_str(), static_cast<long long>(b.rows), b.max_abs_err,
+                  b.max_rel_err,
+                  !r.checked ? "-" : (b.passed ? "pass" : "FAIL"));
+    os << line;
+    if (b.nonfinite > 0) {
+      os << " (" << b.nonfinite << " NaN/inf in the result)";
+    }
+    os << "\n";
+  }
+  if (!r.checked) {
+    os << "check skipped (--no-check)\n";
+  } else {
+    os << "check " << (r.passed ? "passed" : "FAILED")
+       << ": fused vs reference path, atol=" << format("%g", r.atol)
+       << " rtol=" << format("%g", r.rtol) << "\n";
+  }
+  if (r.fused && r.reference) {
+    os << "latency of one pass over all batches (" << r.fused->samples
+       << " timed after " << r.warmup << " warm-up calls):\n";
+    std::snprintf(line, sizeof(line), "  %-10s %10s %10s %10s %12s\n", "path",
+                  "p50_us", "p90_us", "p99_us", "rows/s");
+    os << line;
+    for (const auto& [name, t] :
+         {std::pair{"fused", *r.fused}, std::pair{"reference", *r.reference}}) {
+      std::snprintf(line, sizeof(line), "  %-10s %10.1f %10.1f %10.1f %12.4g\n",
+                    name, t.p50_us, t.p90_us, t.p99_us, t.rows_per_s);
+      os << line;
+    }
+    os << "speed-up (reference p50 / fused p50): "
+       << format("%.2f", r.reference->p50_us / r.fused->p50_us) << "x\n";
+  }
+  if (!r.output.empty()) {
+    os << "wrote " << r.output << "\n";
+  }
+  if (r.demo) {
+    os << "next: fgl_infer --input x.pt --weights w.pt --output y.pt "
+          "(fgl_infer --help for more)\n";
+  }
+}
+
+void print_json(const InferReport& r, std::ostream& os) {
+  nlohmann::ordered_json batches = nlohmann::ordered_json::array();
+  for (const auto& b : r.batches) {
+    batches.push_back({{"name", b.name},
+                       {"rows", b.rows},
+                       {"chunks", b.chunks},
+                       {"max_abs_err", b.max_abs_err},
+                       {"max_rel_err", b.max_rel_err},
+                       {"nonfinite", b.nonfinite},
+                       {"passed", b.passed}});
+  }
+  nlohmann::ordered_json j = {
+      {"version", version_text()},
+      {"exit_code", r.exit_code},
+      {"demo", r.demo},
+      {"input", r.input},
+      {"input_format", r.input_format},
+      {"input_layout", r.input_layout},
+      {"weights", r.weights},
+      {"weights_prefix", r.weights_prefix},
+      {"output", r.output.empty() ? nlohmann::ordered_json()
+                                  : nlohmann::ordered_json(r.output)},
+      {"device", r.device},
+      {"dtype", r.dtype},
+      {"R", r.R},
+      {"H", r.H},
+      {"K", r.K},
+      {"bias", r.bias},
+      {"batch_size", r.batch_size},
+      {"rows", r.rows},
+      {"check",
+       {{"enabled", r.checked},
+        {"atol", r.atol},
+        {"rtol", r.rtol},
+        {"passed", r.passed}}},
+      {"batches", batches},
+      {"benchmark", nullptr},
+  };
+  if (r.fused && r.reference) {
+    j["benchmark"] = {{"warmup", r.warmup},
+                      {"fused", timing_json(*r.fused)},
+                      {"reference", timing_json(*r.reference)},
+                      {"speedup", r.reference->p50_us / r.fused->p50_us}};
+  }
+  // Names come from user files: replace invalid UTF-8 rather than throw.
+  os << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+     << "\n";
+}
+
+void print_json_error(int code, const std::string& error,
+                      const std::string& hint, std::ostream& os) {
+  os << nlohmann::ordered_json{{"version", version_text()},
+                               {"exit_code", code},
+                               {"error", error},
+                               {"hint", hint}}
+            .dump(2, ' ', false,
+                  nlohmann::ordered_json::error_handler_t::replace)
+     << "\n";
+}
+
+}  // namespace fgl::app

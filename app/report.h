@@ -1,0 +1,61 @@
+// What a run of fgl_infer found, and its two renderings: a table for people
+// and one JSON object for programs (--json). Both go to stdout.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace fgl::app {
+
+struct BatchResult {
+  std::string name;
+  int64_t rows = 0;  // B
+  int64_t chunks = 0;
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  int64_t nonfinite = 0;  // NaN/inf elements of the fused result
+  bool passed = true;
+};
+
+/// Latency of one pass over every batch, from fgl::bench::time_calls.
+struct PathTiming {
+  int64_t samples = 0;
+  double p50_us = 0, p90_us = 0, p99_us = 0, mean_us = 0;
+  double rows_per_s = 0;  // at p50
+};
+
+struct InferReport {
+  bool demo = false;
+  std::string input, input_format, input_layout;
+  std::string weights, weights_prefix;
+  std::string output;  // empty: not written
+  std::string device, dtype;
+  int64_t R = 0, H = 0, K = 0;
+  bool bias = false;
+  int64_t batch_size = 0;
+  int64_t rows = 0;
+  bool checked = false;
+  double atol = 0, rtol = 0;
+  bool passed = true;
+  std::vector<BatchResult> batches;
+  int warmup = 0;
+  std::optional<PathTiming> fused, reference;  // benchmark mode only
+  int exit_code = 0;
+};
+
+/// What went wrong with a failed check, and what to do next.
+struct CheckFailure {
+  std::string what, hint;
+};
+CheckFailure describe_check_failure(const InferReport& report);
+
+void print_text(const InferReport& report, std::ostream& os);
+void print_json(const InferReport& report, std::ostream& os);
+/// {"exit_code": code, "error": ..., "hint": ...} for --json runs that fail.
+void print_json_error(int code, const std::string& error,
+                      const std::string& hint, std::ostream& os);
+
+}  // namespace fgl::app

@@ -1,0 +1,19 @@
+// Small path helpers on POSIX calls.
+// NOTE: not std::filesystem: libtorch.so exports copies of some
+// std::filesystem symbols, and calls that bind to them crash at run time.
+#pragma once
+
+#include <string>
+
+namespace fgl::models {
+
+/// The directory part of `path`; "." for a bare file name.
+std::string parent_directory(const std::string& path);
+
+/// The last component of `path`.
+std::string base_name(const std::string& path);
+
+bool path_exists(const std::string& path);
+bool is_directory(const std::string& path);
+
+}  // namespace fgl::models

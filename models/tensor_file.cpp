@@ -1,0 +1,272 @@
+#include "models/tensor_file.h"
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
+#include <ATen/core/ivalue.h>
+#include <c10/util/Exception.h>
+#include <caffe2/serialize/inline_container.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "models/paths.h"
+#include "models/torch_save_format.h"
+
+namespace fgl::models {
+namespace {
+
+// The first bytes of `path`, enough to tell the formats apart.
+std::vector<char> read_head(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TORCH_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
+  std::vector<char> head(4);
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
+
+bool starts_with(const std::vector<char>& bytes, const char* magic) {
+  const size_t n = std::strlen(magic);
+  return bytes.size() >= n && std::memcmp(bytes.data(), magic, n) == 0;
+}
+
+std::string key_to_string(const c10::IValue& key) {
+  if (key.isString()) {
+    return key.toStringRef();
+  }
+  std::ostringstream os;
+  os << key;
+  return os.str();
+}
+
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+// Collects the tensors under `value`, naming them by their path. Without
+// `nested`, only tensors are accepted here (the caller has already opened the
+// top-level container).
+void collect(const c10::IValue& value, const std::string& name, bool nested,
+             TensorFile& out) {
+  if (value.isTensor()) {
+    out.names.push_back(name);
+    out.tensors.push_back(value.toTensor().detach());
+    return;
+  }
+  TORCH_CHECK(nested, "entry '", name, "' is a ", value.tagKind(),
+              ", not a tensor");
+  if (value.isGenericDict()) {
+    for (const auto& entry : value.toGenericDict()) {
+      collect(entry.value(), join(name, key_to_string(entry.key())), nested,
+              out);
+    }
+  } else if (value.isList()) {
+    const auto list = value.toListRef();
+    for (size_t i = 0; i < list.size(); ++i) {
+      collect(list[i], join(name, std::to_string(i)), nested, out);
+    }
+  } else if (value.isTuple()) {
+    const auto& elements = value.toTupleRef().elements();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      collect(elements[i], join(name, std::to_string(i)), nested, out);
+    }
+  }
+  // NOTE: anything else (ints, strings, optimizer settings in a checkpoint)
+  // is not ours to read and is skipped.
+}
+
+TensorFile from_pickle(const c10::IValue& root, bool nested,
+                       const std::string& path) {
+  TensorFile file;
+  file.format = FileFormat::kTorchSave;
+  if (root.isTensor()) {
+    file.layout = Layout::kTensor;
+    collect(root, "x", nested, file);
+  } else if (root.isGenericDict()) {
+    file.layout = Layout::kDict;
+    for (const auto& entry : root.toGenericDict()) {
+      collect(entry.value(), key_to_string(entry.key()), nested, file);
+    }
+  } else if (root.isList() || root.isTuple()) {
+    file.layout = root.isList() ? Layout::kList : Layout::kTuple;
+    const auto elements = root.isList() ? root.toListRef().vec()
+                                        : root.toTupleRef().elements().vec();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      collect(elements[i], std::to_string(i), nested, file);
+    }
+  } else {
+    TORCH_CHECK(false, path, " holds a ", root.tagKind(),
+                ", not a tensor or a list, tuple or dict of tensors");
+  }
+  return file;
+}
+
+TensorFile from_torchscript(const std::string& path) {
+  TensorFile file;
+  file.format = FileFormat::kTorchScript;
+  const auto module = torch::jit::load(path, c10::Device(c10::kCPU));
+  for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
+    if (attribute.value.isTensor() || attribute.value.isGenericDict() ||
+        attribute.value.isList() || attribute.value.isTuple()) {
+      collect(attribute.value, attribute.name, /*nested=*/true, file);
+    }
+  }
+  // C++ torch::save(tensor) stores the attribute "0", torch::save(vector)
+  // "0", "1", ...: give those back as the tensor or list they were.
+  bool indexed = !file.names.empty();
+  for (size_t i = 0; i < file.names.size() && indexed; ++i) {
+    indexed = file.names[i] == std::to_string(i);
+  }
+  if (indexed && file.names.size() == 1) {
+    file.layout = Layout::kTensor;
+    file.names[0] = "x";
+  } else {
+    file.layout = indexed ? Layout::kList : Layout::kDict;
+  }
+  return file;
+}
+
+c10::IValue pack(Layout layout, const std::vector<std::string>& names,
+                 const std::vector<at::Tensor>& tensors) {
+  switch (layout) {
+    case Layout::kTensor:
+      TORCH_CHECK(tensors.size() == 1, "a tensor layout holds one tensor, got ",
+                  tensors.size());
+      return tensors[0];
+    case Layout::kList: {
+      c10::impl::GenericList list(c10::TensorType::get());
+      for (const auto& t : tensors) {
+        list.push_back(t);
+      }
+      return list;
+    }
+    case Layout::kTuple:
+      return c10::ivalue::Tuple::create(
+          std::vector<c10::IValue>(tensors.begin(), tensors.end()));
+    case Layout::kDict: {
+      TORCH_CHECK(names.size() == tensors.size(), "dict layout needs ",
+                  tensors.size(), " names, got ", names.size());
+      c10::impl::GenericDict dict(c10::StringType::get(),
+                                  c10::TensorType::get());
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        dict.insert(names[i], tensors[i]);
+      }
+      return dict;
+    }
+  }
+  TORCH_CHECK(false, "unknown layout");
+}
+
+// Writes all of `bytes` to a temporary file in the target's directory, then
+// renames it over `path`: rename within one file system is atomic, so readers
+// see either no file or the whole file, never a partial one.
+void write_atomically(const std::string& path, const std::vector<char>& bytes) {
+  const std::string dir = parent_directory(path);
+  std::string name = dir + "/." + base_name(path) + ".tmp-XXXXXX";
+  const int fd = mkstemp(name.data());
+  TORCH_CHECK(fd >= 0, "cannot create a file in ", dir, ": ",
+              std::strerror(errno));
+  auto fail = [&](const char* what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(name.c_str());
+    TORCH_CHECK(false, what, " ", path, ": ", std::strerror(err));
+  };
+  // mkstemp makes the file 0600; give it the mode a plain create would.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0) {
+    fail("cannot set the mode of");
+  }
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n =
+        ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      fail("cannot write");
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    fail("cannot flush");
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(name.c_str());
+    TORCH_CHECK(false, "cannot write ", path, ": ", std::strerror(err));
+  }
+  if (::rename(name.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(name.c_str());
+    TORCH_CHECK(false, "cannot create ", path, ": ", std::strerror(err));
+  }
+}
+
+}  // namespace
+
+const char* to_string(Layout layout) {
+  switch (layout) {
+    case Layout::kTensor:
+      return "tensor";
+    case Layout::kList:
+      return "list";
+    case Layout::kTuple:
+      return "tuple";
+    case Layout::kDict:
+      return "dict";
+  }
+  return "?";
+}
+
+const char* to_string(FileFormat format) {
+  return format == FileFormat::kTorchSave ? "torch.save" : "TorchScript";
+}
+
+TensorFile read_tensor_file(const std::string& path, bool nested) {
+  const auto bytes = read_head(path);
+  TORCH_CHECK(!bytes.empty(), path, " is empty");
+  TORCH_CHECK(starts_with(bytes, "PK\x03\x04"), path,
+              " is not a PyTorch zip file",
+              starts_with(bytes, "\x80")
+                  ? " (it looks like the legacy torch.save format: load and "
+                    "save it again with torch >= 1.6)"
+                  : "");
+  bool torchscript = false;
+  {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    TORCH_CHECK(reader.hasRecord("data.pkl"), path,
+                " is a zip file without data.pkl, not written by torch.save");
+    for (const auto& record : reader.getAllRecords()) {
+      torchscript = torchscript || record == "constants.pkl" ||
+                    record.rfind("code/", 0) == 0;
+    }
+  }
+  TensorFile file = torchscript
+                        ? from_torchscript(path)
+                        : from_pickle(read_torch_save(path), nested, path);
+  TORCH_CHECK(!file.tensors.empty(), path, " holds no tensors");
+  return file;
+}
+
+void write_tensor_file(const std::string& path, Layout layout,
+                       const std::vector<std::string>& names,
+                       const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> on_cpu;
+  on_cpu.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    on_cpu.push_back(t.cpu().contiguous());
+  }
+  write_atomically(path, write_torch_save(pack(layout, names, on_cpu)));
+}
+
+}  // namespace fgl::models

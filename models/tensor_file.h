@@ -1,0 +1,47 @@
+// The tensor files fgl_infer reads and writes. Three formats are read, told
+// apart by their contents so users never have to name one:
+//   - Python torch.save files (the zip format, torch_save_format.h),
+//   - C++ torch::save archives and
+//   - TorchScript modules whose attributes are tensors (both TorchScript zip
+//     archives, read with torch::jit::load).
+// Results are written in the torch.save format (torch_save_format.h), through
+// a temporary file that is renamed into place.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace fgl::models {
+
+/// The container the tensors came in; results are written in the same one.
+enum class Layout { kTensor, kList, kTuple, kDict };
+
+enum class FileFormat { kTorchSave, kTorchScript };
+
+const char* to_string(Layout layout);
+const char* to_string(FileFormat format);
+
+/// Tensors of a file in file order. Names are dict keys, list indices
+/// ("0", "1", ...) or dotted attribute paths ("proj.weight").
+struct TensorFile {
+  FileFormat format = FileFormat::kTorchSave;
+  Layout layout = Layout::kTensor;
+  std::vector<std::string> names;
+  std::vector<at::Tensor> tensors;
+};
+
+/// Reads `path` onto the CPU. `nested` accepts containers inside containers
+/// (checkpoints, whose names become dotted paths) and skips values that are
+/// not tensors; without it the file must hold a tensor, or a list, tuple or
+/// dict of tensors. Throws c10::Error saying what is wrong with the file.
+TensorFile read_tensor_file(const std::string& path, bool nested = false);
+
+/// Writes the tensors (moved to the CPU) in `layout` as Python's torch.save
+/// would, atomically: a failure leaves no file at `path`.
+void write_tensor_file(const std::string& path, Layout layout,
+                       const std::vector<std::string>& names,
+                       const std::vector<at::Tensor>& tensors);
+
+}  // namespace fgl::models

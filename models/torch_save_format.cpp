@@ -1,0 +1,551 @@
+#include "models/torch_save_format.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
+#include <c10/util/Exception.h>
+#include <caffe2/serialize/inline_container.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+namespace fgl::models {
+namespace {
+
+// A pickle stack entry: a value, a MARK, or a Python global (a class or
+// function, named "module.name") that only REDUCE may consume.
+struct Item {
+  c10::IValue value;
+  std::string global;
+  bool mark = false;
+};
+
+const std::map<std::string, at::ScalarType>& storage_dtypes() {
+  static const std::map<std::string, at::ScalarType> dtypes{
+      {"FloatStorage", at::kFloat},
+      {"DoubleStorage", at::kDouble},
+      {"HalfStorage", at::kHalf},
+      {"BFloat16Storage", at::kBFloat16},
+      {"LongStorage", at::kLong},
+      {"IntStorage", at::kInt},
+      {"ShortStorage", at::kShort},
+      {"CharStorage", at::kChar},
+      {"ByteStorage", at::kByte},
+      {"BoolStorage", at::kBool},
+      {"ComplexFloatStorage", at::kComplexFloat},
+      {"ComplexDoubleStorage", at::kComplexDouble}};
+  return dtypes;
+}
+
+std::vector<int64_t> int_tuple(const c10::IValue& value) {
+  std::vector<int64_t> out;
+  for (const auto& e : value.toTupleRef().elements()) {
+    out.push_back(e.toInt());
+  }
+  return out;
+}
+
+class PickleMachine {
+ public:
+  PickleMachine(caffe2::serialize::PyTorchStreamReader& archive,
+                const std::vector<char>& pickle)
+      : archive_(archive), data_(pickle) {}
+
+  c10::IValue run() {
+    while (true) {
+      const auto op = static_cast<uint8_t>(read_byte());
+      if (op == '.') {  // STOP
+        TORCH_CHECK(stack_.size() == 1, "pickle ends with ", stack_.size(),
+                    " values on its stack");
+        return value(pop());
+      }
+      step(op);
+    }
+  }
+
+ private:
+  char read_byte() {
+    TORCH_CHECK(pos_ < data_.size(), "the pickle is truncated");
+    return data_[pos_++];
+  }
+  template <typename T>
+  T read_le() {  // little-endian, as pickle writes its integers
+    TORCH_CHECK(pos_ + sizeof(T) <= data_.size(), "the pickle is truncated");
+    T v;
+    std::memcpy(&v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string read_bytes(size_t n) {
+    TORCH_CHECK(n <= data_.size() - pos_, "the pickle is truncated");
+    std::string s(data_.data() + pos_, n);
+    pos_ += n;
+    return s;
+  }
+  std::string read_line() {
+    std::string s;
+    for (char c = read_byte(); c != '\n'; c = read_byte()) {
+      s += c;
+    }
+    return s;
+  }
+
+  Item pop() {
+    TORCH_CHECK(!stack_.empty(), "the pickle pops an empty stack");
+    Item item = std::move(stack_.back());
+    stack_.pop_back();
+    return item;
+  }
+  static c10::IValue value(const Item& item) {
+    TORCH_CHECK(!item.mark && item.global.empty(), "unexpected ",
+                item.mark ? "MARK" : item.global, " in the pickle");
+    return item.value;
+  }
+  // The values above the topmost MARK, which is removed.
+  std::vector<c10::IValue> pop_to_mark() {
+    std::vector<c10::IValue> out;
+    while (true) {
+      Item item = pop();
+      if (item.mark) {
+        break;
+      }
+      out.push_back(value(item));
+    }
+    return {out.rbegin(), out.rend()};
+  }
+  void push(c10::IValue v) { stack_.push_back(Item{std::move(v)}); }
+  void push_tuple(std::vector<c10::IValue> elements) {
+    push(c10::ivalue::Tuple::create(std::move(elements)));
+  }
+  c10::IValue& top() {
+    TORCH_CHECK(!stack_.empty(), "the pickle reads an empty stack");
+    return stack_.back().value;
+  }
+  void memo_put(uint32_t key) {
+    TORCH_CHECK(!stack_.empty(), "the pickle memoizes an empty stack");
+    memo_[key] = stack_.back();
+  }
+  void memo_get(uint32_t key) {
+    const auto it = memo_.find(key);
+    TORCH_CHECK(it != memo_.end(), "the pickle reads memo ", key,
+                " before writing it");
+    stack_.push_back(it->second);
+  }
+
+  void global(const std::string& module, const std::string& name) {
+    if (module == "torch" && storage_dtypes().count(name)) {
+      push(static_cast<int64_t>(storage_dtypes().at(name)));
+    } else {
+      stack_.push_back(Item{c10::IValue(), module + "." + name});
+    }
+  }
+
+  // ('storage', dtype, key, location, numel): the flat tensor of record
+  // data/<key>, read once and shared by every view of it.
+  c10::IValue persistent_load(const c10::IValue& pid) {
+    const auto& e = pid.toTupleRef().elements();
+    TORCH_CHECK(e.size() >= 5 && e[0].isString() &&
+                    e[0].toStringRef() == "storage" && e[1].isInt(),
+                "unsupported persistent id in the pickle");
+    const std::string key = e[2].toStringRef();
+    const auto it = storages_.find(key);
+    if (it != storages_.end()) {
+      return it->second;
+    }
+    bool known = false;
+    for (const auto& entry : storage_dtypes()) {
+      known = known || static_cast<int64_t>(entry.second) == e[1].toInt();
+    }
+    TORCH_CHECK(known, "storage ", key, " has an unsupported type");
+    const auto dtype = static_cast<at::ScalarType>(e[1].toInt());
+    const int64_t numel = e[4].toInt();
+    auto flat = at::empty({numel}, at::TensorOptions().dtype(dtype));
+    if (numel > 0) {
+      const auto [data, size] = archive_.getRecord("data/" + key);
+      TORCH_CHECK(size == static_cast<size_t>(flat.nbytes()), "storage ", key,
+                  " holds ", size, " bytes, expected ", flat.nbytes());
+      std::memcpy(flat.data_ptr(), data.get(), size);
+    }
+    storages_.emplace(key, flat);
+    return flat;
+  }
+
+  // What REDUCE of the global `fn` with `args` gives.
+  c10::IValue reduce(const std::string& fn, const c10::IValue& args) {
+    if (fn == "collections.OrderedDict") {
+      return c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get());
+    }
+    const auto& a = args.toTupleRef().elements();
+    if (fn == "torch._utils._rebuild_tensor_v2" ||
+        fn == "torch._utils._rebuild_tensor") {
+      TORCH_CHECK(a.size() >= 4 && a[0].isTensor(), "bad arguments to ", fn);
+      return a[0].toTensor().as_strided(int_tuple(a[2]), int_tuple(a[3]),
+                                        a[1].toInt());
+    }
+    // C++ pickle_save's type tags: the value is all we need.
+    if (fn == "torch.jit._pickle.restore_type_tag" ||
+        fn == "torch.jit._pickle.build_tensorlist" ||
+        fn == "torch.jit._pickle.build_intlist" ||
+        fn == "torch.jit._pickle.build_doublelist" ||
+        fn == "torch.jit._pickle.build_boollist") {
+      TORCH_CHECK(!a.empty(), "bad arguments to ", fn);
+      return a[0];
+    }
+    if (fn == "torch._utils._rebuild_parameter" ||
+        fn == "torch._utils._rebuild_parameter_with_state") {
+      TORCH_CHECK(!a.empty() && a[0].isTensor(), "bad arguments to ", fn);
+      return a[0];
+    }
+    return c10::IValue();  // a Python object we have no use for
+  }
+
+  void step(uint8_t op) {
+    switch (op) {
+      case 0x80:  // PROTO
+        read_byte();
+        break;
+      case 0x95:  // FRAME
+        read_le<uint64_t>();
+        break;
+      case '(':  // MARK
+        stack_.push_back(Item{c10::IValue(), "", true});
+        break;
+      case '0':  // POP
+        pop();
+        break;
+      case '1':  // POP_MARK
+        pop_to_mark();
+        break;
+      case '2':  // DUP
+        stack_.push_back(stack_.at(stack_.size() - 1));
+        break;
+      case 'N':
+        push(c10::IValue());
+        break;
+      case 0x88:
+        push(true);
+        break;
+      case 0x89:
+        push(false);
+        break;
+      case 'J':
+        push(static_cast<int64_t>(read_le<int32_t>()));
+        break;
+      case 'K':
+        push(static_cast<int64_t>(read_le<uint8_t>()));
+        break;
+      case 'M':
+        push(static_cast<int64_t>(read_le<uint16_t>()));
+        break;
+      case 0x8a: {  // LONG1: n little-endian two's-complement bytes
+        const auto n = read_le<uint8_t>();
+        TORCH_CHECK(n <= 8, "integer of ", int(n), " bytes in the pickle");
+        uint64_t v = 0;
+        const std::string bytes = read_bytes(n);
+        for (int i = n - 1; i >= 0; --i) {
+          v = (v << 8) | static_cast<uint8_t>(bytes[i]);
+        }
+        if (n > 0 && n < 8 && (static_cast<uint8_t>(bytes[n - 1]) & 0x80)) {
+          v |= ~uint64_t{0} << (8 * n);  // sign-extend
+        }
+        push(static_cast<int64_t>(v));
+        break;
+      }
+      case 'G': {  // BINFLOAT, big-endian
+        uint64_t bits = 0;
+        for (char c : read_bytes(8)) {
+          bits = (bits << 8) | static_cast<uint8_t>(c);
+        }
+        double d;
+        std::memcpy(&d, &bits, sizeof(d));
+        push(d);
+        break;
+      }
+      case 'X':  // BINUNICODE
+      case 'T':  // BINSTRING
+      case 'B':  // BINBYTES
+        push(read_bytes(read_le<uint32_t>()));
+        break;
+      case 0x8c:  // SHORT_BINUNICODE
+      case 'U':   // SHORT_BINSTRING
+      case 'C':   // SHORT_BINBYTES
+        push(read_bytes(read_le<uint8_t>()));
+        break;
+      case 0x8d:  // BINUNICODE8
+      case 0x8e:  // BINBYTES8
+        push(read_bytes(read_le<uint64_t>()));
+        break;
+      case ')':
+        push_tuple({});
+        break;
+      case 't':
+        push_tuple(pop_to_mark());
+        break;
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
+        std::vector<c10::IValue> e(op - 0x84);
+        for (auto it = e.rbegin(); it != e.rend(); ++it) {
+          *it = value(pop());
+        }
+        push_tuple(std::move(e));
+        break;
+      }
+      case ']':
+        push(c10::impl::GenericList(c10::AnyType::get()));
+        break;
+      case 'l': {
+        c10::impl::GenericList list(c10::AnyType::get());
+        for (auto& v : pop_to_mark()) {
+          list.push_back(std::move(v));
+        }
+        push(list);
+        break;
+      }
+      case 'a': {  // APPEND
+        auto v = value(pop());
+        TORCH_CHECK(top().isList(), "APPEND to a non-list in the pickle");
+        top().toList().push_back(std::move(v));
+        break;
+      }
+      case 'e': {  // APPENDS
+        auto values = pop_to_mark();
+        TORCH_CHECK(top().isList(), "APPENDS to a non-list in the pickle");
+        auto list = top().toList();
+        for (auto& v : values) {
+          list.push_back(std::move(v));
+        }
+        break;
+      }
+      case '}':
+        push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
+        break;
+      case 'd':
+      case 'u': {  // DICT, SETITEMS
+        const auto kv = pop_to_mark();
+        TORCH_CHECK(kv.size() % 2 == 0, "odd SETITEMS in the pickle");
+        if (op == 'd') {
+          push(
+              c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
+        }
+        TORCH_CHECK(top().isGenericDict(), "SETITEMS on a ", top().tagKind(),
+                    " in the pickle");
+        auto dict = top().toGenericDict();
+        for (size_t i = 0; i < kv.size(); i += 2) {
+          dict.insert_or_assign(kv[i], kv[i + 1]);
+        }
+        break;
+      }
+      case 's': {  // SETITEM
+        auto v = value(pop());
+        auto k = value(pop());
+        TORCH_CHECK(top().isGenericDict(), "SETITEM on a ", top().tagKind(),
+                    " in the pickle");
+        top().toGenericDict().insert_or_assign(std::move(k), std::move(v));
+        break;
+      }
+      case 'c': {  // GLOBAL
+        const auto module = read_line();
+        global(module, read_line());
+        break;
+      }
+      case 0x93: {  // STACK_GLOBAL
+        const auto name = value(pop()).toStringRef();
+        global(value(pop()).toStringRef(), name);
+        break;
+      }
+      case 'R':     // REDUCE
+      case 0x81: {  // NEWOBJ
+        const auto args = value(pop());
+        const Item fn = pop();
+        TORCH_CHECK(!fn.global.empty(), "REDUCE of a non-global in the pickle");
+        push(reduce(fn.global, args));
+        break;
+      }
+      case 'b':  // BUILD: the state sets attributes, which we drop
+        pop();
+        break;
+      case 'Q':  // BINPERSID
+        push(persistent_load(value(pop())));
+        break;
+      case 'q':
+        memo_put(read_le<uint8_t>());
+        break;
+      case 'r':
+        memo_put(read_le<uint32_t>());
+        break;
+      case 0x94:  // MEMOIZE
+        memo_put(static_cast<uint32_t>(memo_.size()));
+        break;
+      case 'h':
+        memo_get(read_le<uint8_t>());
+        break;
+      case 'j':
+        memo_get(read_le<uint32_t>());
+        break;
+      default:
+        TORCH_CHECK(false, "unsupported pickle opcode 0x", std::hex, int(op),
+                    " at byte ", std::dec, pos_ - 1);
+    }
+  }
+
+  caffe2::serialize::PyTorchStreamReader& archive_;
+  const std::vector<char>& data_;
+  size_t pos_ = 0;
+  std::vector<Item> stack_;
+  std::unordered_map<uint32_t, Item> memo_;
+  std::unordered_map<std::string, at::Tensor> storages_;
+};
+
+// Emits protocol-2 pickle opcodes; tensors become storages written as
+// records data/0, data/1, ... exactly as torch.save lays them out.
+class PickleWriter {
+ public:
+  std::string pickle;
+  std::vector<at::Tensor> storages;
+
+  void write(const c10::IValue& v) {
+    if (v.isTensor()) {
+      tensor(v.toTensor());
+    } else if (v.isNone()) {
+      pickle += 'N';
+    } else if (v.isBool()) {
+      pickle += v.toBool() ? '\x88' : '\x89';
+    } else if (v.isInt()) {
+      integer(v.toInt());
+    } else if (v.isDouble()) {
+      uint64_t bits;
+      const double d = v.toDouble();
+      std::memcpy(&bits, &d, sizeof(d));
+      pickle += 'G';
+      for (int i = 7; i >= 0; --i) {
+        pickle += static_cast<char>((bits >> (8 * i)) & 0xff);
+      }
+    } else if (v.isString()) {
+      string(v.toStringRef());
+    } else if (v.isList()) {
+      pickle += "](";
+      for (const auto& e : v.toListRef()) {
+        write(e);
+      }
+      pickle += 'e';
+    } else if (v.isTuple()) {
+      pickle += '(';
+      for (const auto& e : v.toTupleRef().elements()) {
+        write(e);
+      }
+      pickle += 't';
+    } else if (v.isGenericDict()) {
+      pickle += "}(";
+      for (const auto& e : v.toGenericDict()) {
+        write(e.key());
+        write(e.value());
+      }
+      pickle += 'u';
+    } else {
+      TORCH_CHECK(false, "cannot write a ", v.tagKind(),
+                  " in torch.save format");
+    }
+  }
+
+ private:
+  template <typename T>
+  void le(T v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    pickle.append(b, sizeof(T));
+  }
+  void integer(int64_t v) {
+    if (v >= INT32_MIN && v <= INT32_MAX) {
+      pickle += 'J';
+      le(static_cast<int32_t>(v));
+    } else {
+      pickle += '\x8a';
+      pickle += '\x08';
+      le(v);
+    }
+  }
+  void string(const std::string& s) {
+    pickle += 'X';
+    le(static_cast<uint32_t>(s.size()));
+    pickle += s;
+  }
+  void global(const std::string& module, const std::string& name) {
+    pickle += 'c' + module + '\n' + name + '\n';
+  }
+  void int_tuple(at::IntArrayRef values) {
+    pickle += '(';
+    for (const auto v : values) {
+      integer(v);
+    }
+    pickle += 't';
+  }
+  // torch._utils._rebuild_tensor_v2(storage, offset, size, stride,
+  //                                  requires_grad, backward_hooks)
+  void tensor(const at::Tensor& t) {
+    TORCH_CHECK(t.device().is_cpu(), "write_torch_save needs CPU tensors");
+    const auto data = t.contiguous();
+    std::string storage_class;
+    for (const auto& [name, dtype] : storage_dtypes()) {
+      if (dtype == data.scalar_type()) {
+        storage_class = name;
+      }
+    }
+    TORCH_CHECK(!storage_class.empty(), "cannot write ", data.scalar_type(),
+                " tensors in torch.save format");
+    const std::string key = std::to_string(storages.size());
+    storages.push_back(data);
+    global("torch._utils", "_rebuild_tensor_v2");
+    pickle += "((";
+    string("storage");
+    global("torch", storage_class);
+    string(key);
+    string("cpu");
+    integer(data.numel());
+    pickle += "tQ";  // TUPLE, BINPERSID
+    integer(0);
+    int_tuple(data.sizes());
+    int_tuple(data.strides());
+    pickle += '\x89';  // requires_grad=False
+    global("collections", "OrderedDict");
+    pickle += ")R";  // OrderedDict()
+    pickle += "tR";
+  }
+};
+
+}  // namespace
+
+std::vector<char> write_torch_save(const c10::IValue& value) {
+  PickleWriter writer;
+  writer.pickle = "\x80\x02";  // PROTO 2, what torch.save writes
+  writer.write(value);
+  writer.pickle += '.';
+  std::vector<char> out;
+  caffe2::serialize::PyTorchStreamWriter zip(
+      [&](const void* buf, size_t n) -> size_t {
+        const auto* bytes = static_cast<const char*>(buf);
+        out.insert(out.end(), bytes, bytes + n);
+        return n;
+      });
+  zip.writeRecord("data.pkl", writer.pickle.data(), writer.pickle.size());
+  zip.writeRecord("byteorder", "little", 6);
+  for (size_t i = 0; i < writer.storages.size(); ++i) {
+    const auto& t = writer.storages[i];
+    zip.writeRecord("data/" + std::to_string(i), t.data_ptr(), t.nbytes());
+  }
+  zip.writeEndOfFile();
+  return out;
+}
+
+c10::IValue read_torch_save(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader archive(path);
+  const auto [data, size] = archive.getRecord("data.pkl");
+  const auto* bytes = static_cast<const char*>(data.get());
+  const std::vector<char> pickle(bytes, bytes + size);
+  return PickleMachine(archive, pickle).run();
+}
+
+}  // namespace fgl::models

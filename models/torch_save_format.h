@@ -1,0 +1,29 @@
+// Python's torch.save zip format, read and written here for tensors, lists,
+// tuples, dicts and plain scalars.
+//
+// NOTE: libtorch's own pickle_load/pickle_save fall short both ways.
+// pickle_load turns every collections.OrderedDict into None, and a Python
+// state_dict is one. pickle_save tags typed lists and dicts with
+// torch.jit._pickle globals, which torch.load (weights_only=True, the default
+// since torch 2.6) refuses. So the pickle is interpreted and emitted here,
+// with only the globals torch.save itself uses.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+namespace fgl::models {
+
+/// Reads the object a torch.save zip file holds, tensors on the CPU. Python
+/// objects it does not know (an argparse.Namespace in a checkpoint, say)
+/// become None. Throws c10::Error for a damaged or non-torch.save file.
+c10::IValue read_torch_save(const std::string& path);
+
+/// The bytes of a torch.save zip file holding `value` (tensors, lists,
+/// tuples, string-keyed dicts, None, bool, int, float, str), which Python's
+/// torch.load(..., weights_only=True) reads. Tensors must be on the CPU.
+std::vector<char> write_torch_save(const c10::IValue& value);
+
+}  // namespace fgl::models

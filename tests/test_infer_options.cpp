@@ -1,0 +1,123 @@
+// fgl_infer's library without the binary: command-line validation and the
+// demo run.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "errors.h"
+#include "inference.h"
+#include "options.h"
+
+namespace fgl::app {
+namespace {
+
+Command parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "fgl_infer");
+  return parse_command_line(static_cast<int>(args.size()), args.data());
+}
+
+// Expects a usage error whose message contains `part`.
+void expect_usage_error(std::vector<const char*> args,
+                        const std::string& part) {
+  try {
+    parse(args);
+    ADD_FAILURE() << "no error for " << part;
+  } catch (const AppError& e) {
+    EXPECT_EQ(e.code(), kExitUsage);
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    EXPECT_FALSE(e.hint().empty());
+  }
+}
+
+TEST(InferOptions, Defaults) {
+  const auto command = parse({});
+  EXPECT_EQ(command.kind, Command::Kind::kRun);
+  EXPECT_TRUE(command.options.input.empty());
+  EXPECT_TRUE(command.options.check);
+  EXPECT_EQ(command.options.device, "auto");
+  EXPECT_EQ(command.options.iters, 0);
+}
+
+TEST(InferOptions, ParsesEverything) {
+  const auto o =
+      parse({"--input",          "x.pt",        "--weights", "w.pt",
+             "--weights-prefix", "enc",         "--output",  "y.pt",
+             "--batch-size",     "7",           "--atol",    "0.5",
+             "--device",         "cuda:1",      "--dtype",   "bfloat16",
+             "--warmup",         "2",           "--iters",   "9",
+             "--json",           "--log-level", "debug"})
+          .options;
+  EXPECT_EQ(o.weights_prefix, "enc");
+  EXPECT_EQ(o.batch_size, 7);
+  EXPECT_EQ(o.atol.value_or(-1), 0.5);
+  EXPECT_FALSE(o.rtol.has_value());
+  EXPECT_EQ(o.device, "cuda:1");
+  EXPECT_EQ(o.dtype, "bfloat16");
+  EXPECT_EQ(o.iters, 9);
+  EXPECT_TRUE(o.json);
+}
+
+TEST(InferOptions, HelpAndVersion) {
+  const auto help = parse({"--help"});
+  EXPECT_EQ(help.kind, Command::Kind::kHelp);
+  EXPECT_NE(help.text.find("Examples:"), std::string::npos);
+  EXPECT_NE(help.text.find("Exit codes"), std::string::npos);
+  EXPECT_EQ(parse({"--version"}).kind, Command::Kind::kVersion);
+}
+
+TEST(InferOptions, UsageErrors) {
+  expect_usage_error({"--dtype", "float8"}, "unknown --dtype 'float8'");
+  expect_usage_error({"--device", "tpu"}, "unknown --device 'tpu'");
+  expect_usage_error({"--log-level", "loud"}, "unknown --log-level");
+  expect_usage_error({"--input", "x.pt"}, "--input needs --weights");
+  expect_usage_error({"--weights", "w.pt"}, "--weights needs --input");
+  expect_usage_error({"--batch-size", "-1"}, ">= 0");
+  expect_usage_error({"--iters", "many"}, "many");
+  expect_usage_error({"--bogus"}, "bogus");
+  expect_usage_error({"stray"}, "unexpected argument 'stray'");
+  expect_usage_error({"--no-check", "--atol", "1"}, "--no-check");
+}
+
+TEST(InferRun, DemoPassesItsCheck) {
+  InferOptions options;
+  options.device = "cpu";
+  const auto report = run_inference(options);
+  EXPECT_TRUE(report.demo);
+  EXPECT_EQ(report.R, DemoShape::R);
+  EXPECT_EQ(report.H, DemoShape::H);
+  EXPECT_EQ(report.K, DemoShape::K);
+  EXPECT_EQ(report.rows, DemoShape::B);
+  EXPECT_TRUE(report.checked);
+  EXPECT_TRUE(report.passed);
+  EXPECT_EQ(report.exit_code, kExitOk);
+  ASSERT_EQ(report.batches.size(), 1u);
+  EXPECT_GT(report.batches[0].max_abs_err, -1.0);
+  EXPECT_LT(report.batches[0].max_abs_err, 1e-4);
+}
+
+TEST(InferRun, BatchSizeSplitsAlongB) {
+  InferOptions options;
+  options.device = "cpu";
+  options.batch_size = 5;
+  const auto report = run_inference(options);
+  ASSERT_EQ(report.batches.size(), 1u);
+  EXPECT_EQ(report.batches[0].chunks, 3);  // 12 rows = 5 + 5 + 2
+  EXPECT_EQ(report.batches[0].rows, DemoShape::B);
+}
+
+TEST(InferRun, MissingCudaIsUnavailable) {
+  InferOptions options;
+  options.device = "cuda:64";
+  try {
+    run_inference(options);
+    ADD_FAILURE() << "cuda:64 accepted";
+  } catch (const AppError& e) {
+    EXPECT_EQ(e.code(), kExitUnavailable);
+    EXPECT_NE(std::string(e.what()).find("--device cuda:64"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace fgl::app

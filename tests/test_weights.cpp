@@ -1,0 +1,207 @@
+// Weight loading into GatherLinear (state_dict, prefixed state_dict, C++
+// torch::save of the module) and the tensor files underneath it.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <torch/serialize.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "models/gather_linear_module.h"
+#include "models/paths.h"
+#include "models/tensor_file.h"
+#include "models/weights.h"
+#include "test_support.h"
+
+namespace fgl::testing {
+namespace {
+
+using models::GatherLinear;
+using models::GatherLinearOptions;
+using models::Layout;
+
+// A fresh directory per test, removed afterwards.
+class WeightsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string name = "/tmp/fgl_weights_XXXXXX";
+    ASSERT_NE(::mkdtemp(name.data()), nullptr);
+    dir_ = name;
+  }
+  void TearDown() override {
+    for (const auto& name : entries()) {
+      ::unlink(path(name).c_str());
+    }
+    ::rmdir(dir_.c_str());
+  }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  // The files in the test's directory (not std::filesystem: see paths.h).
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(dir_.c_str())) {
+      while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name != "." && name != "..") {
+          names.push_back(name);
+        }
+      }
+      ::closedir(d);
+    }
+    return names;
+  }
+
+  std::string dir_;
+};
+
+at::Tensor randn(at::IntArrayRef sizes) {
+  return random_tensor(sizes, at::kFloat, at::kCPU);
+}
+
+// A state_dict as Python's torch.save writes it: a dict name -> tensor.
+void save_state_dict(const std::string& path,
+                     const std::vector<std::string>& names,
+                     const std::vector<at::Tensor>& tensors) {
+  models::write_tensor_file(path, Layout::kDict, names, tensors);
+}
+
+void expect_loaded(const GatherLinear& model, const at::Tensor& weight,
+                   const std::optional<at::Tensor>& bias) {
+  EXPECT_TRUE(model->proj->weight.equal(weight));
+  if (bias) {
+    EXPECT_TRUE(model->proj->bias.equal(*bias));
+  }
+}
+
+TEST_F(WeightsTest, LinearStateDict) {
+  const auto w = randn({5, 12}), b = randn({5});
+  save_state_dict(path("w.pt"), {"weight", "bias"}, {w, b});
+  const auto weights = models::read_weights(path("w.pt"));
+  EXPECT_EQ(weights.prefix, "");
+  const auto options = models::options_for(weights, 3, 4);
+  EXPECT_EQ(options.K(), 5);
+  EXPECT_TRUE(options.bias());
+  GatherLinear model(options);
+  models::load_weights(*model, weights);
+  expect_loaded(model, w, b);
+}
+
+TEST_F(WeightsTest, LinearStateDictWithoutBias) {
+  const auto w = randn({5, 12});
+  save_state_dict(path("w.pt"), {"weight"}, {w});
+  const auto weights = models::read_weights(path("w.pt"));
+  EXPECT_FALSE(models::options_for(weights, 2, 6).bias());
+  GatherLinear model(GatherLinearOptions(2, 6, 5).bias(false));
+  models::load_weights(*model, weights);
+  expect_loaded(model, w, std::nullopt);
+}
+
+TEST_F(WeightsTest, PrefixedStateDict) {
+  const auto w = randn({5, 12}), b = randn({5});
+  save_state_dict(path("big.pt"),
+                  {"encoder.norm.weight", "encoder.out_proj.weight",
+                   "encoder.out_proj.bias"},
+                  {randn({12}), w, b});
+  for (const std::string prefix : {"encoder.out_proj", "encoder.out_proj."}) {
+    GatherLinear model(GatherLinearOptions(3, 4, 5));
+    models::load_weights(*model, path("big.pt"), prefix);
+    expect_loaded(model, w, b);
+  }
+  // Without the prefix the file's names are listed with what to pass.
+  EXPECT_TRUE(
+      throws_with([&] { models::read_weights(path("big.pt")); },
+                  {"has no 'weight' or 'proj.weight'",
+                   "encoder.out_proj.weight [5, 12]", "--weights-prefix"}));
+  EXPECT_TRUE(
+      throws_with([&] { models::read_weights(path("big.pt"), "decoder"); },
+                  {"has no 'decoder.weight'"}));
+}
+
+TEST_F(WeightsTest, CppTorchSaveOfTheModule) {
+  GatherLinear saved(GatherLinearOptions(3, 4, 5));
+  torch::save(saved, path("module.pt"));
+  const auto weights = models::read_weights(path("module.pt"));
+  EXPECT_EQ(weights.prefix, "proj.");
+  GatherLinear model(models::options_for(weights, 3, 4));
+  models::load_weights(*model, weights);
+  expect_loaded(model, saved->proj->weight, saved->proj->bias);
+  // The same file still loads the libtorch way.
+  GatherLinear again(GatherLinearOptions(3, 4, 5));
+  torch::load(again, path("module.pt"));
+  expect_loaded(again, saved->proj->weight, saved->proj->bias);
+}
+
+TEST_F(WeightsTest, ShapeMismatchesSayWhichDimDisagrees) {
+  save_state_dict(path("w.pt"), {"weight", "bias"},
+                  {randn({5, 12}), randn({5})});
+  const auto weights = models::read_weights(path("w.pt"));
+  EXPECT_TRUE(throws_with([&] { models::options_for(weights, 4, 4); },
+                          {"x has R=4 and H=4 (R*H=16)",
+                           "weight has shape [5, 12] (K=5, R*H=12)"}));
+  GatherLinear wrong_k(GatherLinearOptions(3, 4, 6));
+  EXPECT_TRUE(throws_with([&] { models::load_weights(*wrong_k, weights); },
+                          {"expects (K, R*H) = (6, 12)", "K differs"}));
+  GatherLinear wrong_rh(GatherLinearOptions(2, 4, 5));
+  EXPECT_TRUE(throws_with([&] { models::load_weights(*wrong_rh, weights); },
+                          {"R*H differs"}));
+  GatherLinear no_bias(GatherLinearOptions(3, 4, 5).bias(false));
+  EXPECT_TRUE(throws_with([&] { models::load_weights(*no_bias, weights); },
+                          {"built without a bias but the weights have one"}));
+}
+
+TEST_F(WeightsTest, MisshapenTensorsInTheFile) {
+  save_state_dict(path("rank.pt"), {"weight"}, {randn({5, 12, 1})});
+  EXPECT_TRUE(throws_with([&] { models::read_weights(path("rank.pt")); },
+                          {"weight must be 2-D (K, R*H)", "[5, 12, 1]"}));
+  save_state_dict(path("bias.pt"), {"weight", "bias"},
+                  {randn({5, 12}), randn({4})});
+  EXPECT_TRUE(throws_with([&] { models::read_weights(path("bias.pt")); },
+                          {"bias must be 1-D of length K = 5", "[4]"}));
+}
+
+TEST_F(WeightsTest, TensorFilesRoundTripInEveryLayout) {
+  const std::vector<at::Tensor> tensors{randn({2, 3, 4}), randn({2, 1, 4})};
+  for (const auto layout : {Layout::kList, Layout::kTuple, Layout::kDict}) {
+    SCOPED_TRACE(models::to_string(layout));
+    models::write_tensor_file(path("t.pt"), layout, {"a", "b"}, tensors);
+    const auto file = models::read_tensor_file(path("t.pt"));
+    EXPECT_EQ(file.layout, layout);
+    EXPECT_EQ(file.format, models::FileFormat::kTorchSave);
+    ASSERT_EQ(file.tensors.size(), 2u);
+    EXPECT_TRUE(file.tensors[1].equal(tensors[1]));
+    EXPECT_EQ(file.names[0], layout == Layout::kDict ? "a" : "0");
+  }
+  models::write_tensor_file(path("t.pt"), Layout::kTensor, {"x"}, {tensors[0]});
+  EXPECT_EQ(models::read_tensor_file(path("t.pt")).layout, Layout::kTensor);
+  // C++ torch::save of a tensor reads back as that tensor.
+  torch::save(tensors[0], path("cpp.pt"));
+  const auto cpp = models::read_tensor_file(path("cpp.pt"));
+  EXPECT_EQ(cpp.format, models::FileFormat::kTorchScript);
+  EXPECT_EQ(cpp.layout, Layout::kTensor);
+  EXPECT_TRUE(cpp.tensors[0].equal(tensors[0]));
+}
+
+TEST_F(WeightsTest, FailedWritesLeaveNoFile) {
+  const auto target = path("missing_dir/y.pt");
+  EXPECT_TRUE(throws_with(
+      [&] {
+        models::write_tensor_file(target, Layout::kTensor, {"x"}, {randn({2})});
+      },
+      {"cannot create a file in"}));
+  EXPECT_FALSE(models::path_exists(target));
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST_F(WeightsTest, UnreadableFiles) {
+  EXPECT_TRUE(throws_with([&] { models::read_tensor_file(path("none.pt")); },
+                          {"cannot open"}));
+  { std::ofstream(path("empty.pt")); }
+  EXPECT_TRUE(throws_with([&] { models::read_tensor_file(path("empty.pt")); },
+                          {"is empty"}));
+  { std::ofstream(path("text.pt")) << "not a tensor file"; }
+  EXPECT_TRUE(throws_with([&] { models::read_tensor_file(path("text.pt")); },
+                          {"is not a PyTorch zip file"}));
+}
+
+}  // namespace
+}  // namespace fgl::testing
