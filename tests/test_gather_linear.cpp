@@ -75,11 +75,14 @@ TEST_P(GatherLinearSweep, MatchesFloat64CatLinear) {
           std::optional<at::Tensor> b;
           if (with_bias) b = random_tensor({shape.K}, dtype, dev);
           const auto ref = reference_gather_linear(x, w, b);
+          std::optional<at::Tensor> b_abs;
+          if (b) b_abs = b->abs();
+          const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b_abs);
 
           const auto out = gather_linear(x, w, b);
           EXPECT_EQ(out.device(), dev);
           EXPECT_EQ(out.scalar_type(), dtype);
-          EXPECT_TRUE(matches_reference(out, ref));
+          EXPECT_TRUE(matches_reference(out, ref, ref_abs));
 
           // The out= variant into a NaN-poisoned buffer: every element must
           // be written.
@@ -87,7 +90,7 @@ TEST_P(GatherLinearSweep, MatchesFloat64CatLinear) {
               at::full({shape.B, shape.K}, NAN,
                        at::TensorOptions().dtype(dtype).device(dev));
           gather_linear_out(poisoned, x, w, b);
-          EXPECT_TRUE(matches_reference(poisoned, ref));
+          EXPECT_TRUE(matches_reference(poisoned, ref, ref_abs));
         }
       }
     }

@@ -20,10 +20,13 @@ at::Tensor reference_gather_linear(const at::Tensor& x,
 at::Tensor random_tensor(at::IntArrayRef sizes, at::ScalarType dtype,
                          const at::Device& device);
 
-/// Passes when every |out - ref| <= rtol(dtype) * (|ref| + rms(ref)); NaN or
-/// an unwritten (NaN-poisoned) element never passes.
+/// Passes when every |out - ref| <= rtol(dtype) * (|ref| + rms(ref)) +
+/// 4 eps(dtype) * ref_abs, where ref_abs (optional) is the reference computed
+/// on |x|, |weight|, |bias|: the rounding bound of a sum whose terms cancel.
+/// NaN or an unwritten (NaN-poisoned) element never passes.
 ::testing::AssertionResult matches_reference(const at::Tensor& out,
-                                             const at::Tensor& ref);
+                                             const at::Tensor& ref,
+                                             const at::Tensor& ref_abs = {});
 
 /// "cpu", "cuda:0", ... for every device this process can run the op on.
 std::vector<at::Device> available_devices();

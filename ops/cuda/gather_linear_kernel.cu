@@ -14,7 +14,8 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 template <typename T, int kRows, int kCols>
-void launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
+void launch_simt_streaming(const GatherLinearParams<T>& p,
+                           cudaStream_t stream) {
   // grid.x: groups of kWarps * kCols output columns; grid.y: kRows-row blocks
   // of B. Block: kWarps warps, one per kCols columns.
   const dim3 grid(
@@ -34,6 +35,27 @@ void launch_mma_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
       <<<grid, mma_streaming::kThreads, 0, stream>>>(p);
 }
 
+}  // namespace
+
+template <typename T>
+bool try_launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
+  if (p.B > kMaxStreamingRows || !streaming::can_run(p)) return false;
+  if constexpr (sizeof(T) == 2) {  // float16, bfloat16: tensor cores
+    if (p.B <= 8) {
+      launch_mma_streaming<T, 1>(p, stream);
+    } else {
+      launch_mma_streaming<T, 2>(p, stream);
+    }
+  } else if (p.B == 1) {
+    launch_simt_streaming<T, 1, 4>(p, stream);
+  } else if (p.B <= 4) {
+    launch_simt_streaming<T, 4, 4>(p, stream);
+  } else {
+    launch_simt_streaming<T, 16, 2>(p, stream);
+  }
+  return true;
+}
+
 template <typename T>
 void launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
   // grid.x: B tiles (up to 2^31 - 1), grid.y: K tiles (up to 65535).
@@ -42,32 +64,16 @@ void launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
   tiled::gather_linear_tiled_kernel<T><<<grid, tiled::kThreads, 0, stream>>>(p);
 }
 
-}  // namespace
+int64_t max_tiled_k() { return int64_t{65535} * tiled::kBN; }
 
-template <typename T>
-void launch_gather_linear(const GatherLinearParams<T>& p, cudaStream_t stream) {
-  if (p.B <= kMaxStreamingRows && streaming::can_run(p)) {
-    if constexpr (sizeof(T) == 2) {  // float16, bfloat16: tensor cores
-      if (p.B <= 8) return launch_mma_streaming<T, 1>(p, stream);
-      if (p.B <= 16) return launch_mma_streaming<T, 2>(p, stream);
-      return launch_mma_streaming<T, 4>(p, stream);
-    }
-    if (p.B == 1) return launch_streaming<T, 1, 4>(p, stream);
-    if (p.B <= 4) return launch_streaming<T, 4, 4>(p, stream);
-    return launch_streaming<T, 16, 2>(p, stream);
-  }
-  launch_tiled(p, stream);
-}
-
-int64_t max_gather_linear_k() { return int64_t{65535} * tiled::kBN; }
-
-template void launch_gather_linear<float>(const GatherLinearParams<float>&,
-                                          cudaStream_t);
-template void launch_gather_linear<double>(const GatherLinearParams<double>&,
-                                           cudaStream_t);
-template void launch_gather_linear<__half>(const GatherLinearParams<__half>&,
-                                           cudaStream_t);
-template void launch_gather_linear<__nv_bfloat16>(
-    const GatherLinearParams<__nv_bfloat16>&, cudaStream_t);
+#define FGL_INSTANTIATE(T)                                            \
+  template bool try_launch_streaming<T>(const GatherLinearParams<T>&, \
+                                        cudaStream_t);                \
+  template void launch_tiled<T>(const GatherLinearParams<T>&, cudaStream_t);
+FGL_INSTANTIATE(float)
+FGL_INSTANTIATE(double)
+FGL_INSTANTIATE(__half)
+FGL_INSTANTIATE(__nv_bfloat16)
+#undef FGL_INSTANTIATE
 
 }  // namespace fgl::cuda

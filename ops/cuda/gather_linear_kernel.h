@@ -25,19 +25,29 @@ struct GatherLinearParams {
   int64_t out_stride_b, out_stride_k;
 };
 
-/// Enqueues out = bias + gather(x) @ weight^T on `stream`. T is float, double,
-/// __half or __nv_bfloat16; half types accumulate in float32, double in
-/// double. Requires B > 0 and K > 0 (R*H may be 0: out is then the bias).
-/// The caller checks the launch with cudaGetLastError.
+// T is float, double, __half or __nv_bfloat16; half types accumulate in
+// float32, double in double. The launchers require B > 0 and K > 0 (R*H may
+// be 0: out is then the bias); the caller checks the launch with
+// cudaGetLastError.
+
+/// Up to this many rows of B the weight-streaming kernels run: the regime
+/// where reading the weight once is the whole cost (bench/NOTES.md).
+constexpr int64_t kMaxStreamingRows = 16;
+
+/// Enqueues a weight-streaming kernel on `stream` when the problem suits one:
+/// at most kMaxStreamingRows rows of B, x and weight contiguous along h and c
+/// with 16-byte aligned rows and heads. Returns false, enqueuing nothing,
+/// otherwise.
 template <typename T>
-void launch_gather_linear(const GatherLinearParams<T>& params,
+bool try_launch_streaming(const GatherLinearParams<T>& params,
                           cudaStream_t stream);
 
-/// Up to this many rows of B the weight-streaming kernels run (when the
-/// layout allows 16-byte vectors); more rows take the tiled kernel.
-constexpr int64_t kMaxStreamingRows = 64;
+/// Enqueues the general tiled kernel on `stream`: any strides, K up to
+/// max_tiled_k().
+template <typename T>
+void launch_tiled(const GatherLinearParams<T>& params, cudaStream_t stream);
 
-/// The largest K one launch covers (the grid's y dimension is K tiles).
-int64_t max_gather_linear_k();
+/// The largest K one tiled launch covers (its grid's y dimension is K tiles).
+int64_t max_tiled_k();
 
 }  // namespace fgl::cuda

@@ -25,8 +25,9 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kColumns = 16;  // output columns (weight rows) per block
 constexpr int kChunk = 32;    // c values per warp and step: 4 lanes x 8
-// Chunks a warp loads before it multiplies: bytes in flight per lane.
-constexpr int kChunksInFlight = 4;
+// Chunks a warp loads before it multiplies: the bytes in flight per lane,
+// as many as the registers allow (each chunk holds 2 + kTiles vectors).
+constexpr int chunks_in_flight(int tiles) { return tiles <= 2 ? 8 : 4; }
 
 template <typename T>
 struct MmaOp;
@@ -61,6 +62,7 @@ __global__ void __launch_bounds__(kThreads)
     gather_linear_mma_streaming_kernel(const GatherLinearParams<T> p) {
   using V = Vec16<T>;
   static_assert(V::kSize == 8, "16-bit element types only");
+  constexpr int kChunksInFlight = chunks_in_flight(kTiles);
   __shared__ float partial[kWarps][kTiles * 4][32];
 
   const int lane = threadIdx.x % 32;

@@ -43,7 +43,10 @@ __global__ void __launch_bounds__(kThreads)
   using V = Vec16<T>;
   constexpr int kVec = V::kSize;
   constexpr int kStage = kVectorsPerLane * 32 * kVec;  // c values per stage
-  __shared__ V x_stage[kRows][kStage / kVec];          // [b, c / kVec]
+  constexpr int kVectorsPerRow = kStage / kVec;
+  constexpr int kStageLoadsPerThread =
+      (kRows * kVectorsPerRow + kThreads - 1) / kThreads;
+  __shared__ V x_stage[kRows][kVectorsPerRow];  // [b, c / kVec]
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -76,23 +79,29 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
-    // 2. Stage x[b0:b0+kRows, c0:c0+kStage] of the gathered matrix. A vector
-    //    never straddles two heads because H % kVec == 0.
-    __syncthreads();  // the previous stage's reads of x_stage are done
-    for (int t = threadIdx.x; t < kRows * (kStage / kVec); t += kThreads) {
-      const int b = t / (kStage / kVec);
-      const int v = t % (kStage / kVec);
-      const int64_t c = c0 + static_cast<int64_t>(v) * kVec;
-      V xv;
-      if (b0 + b < p.B && c < C) {
+    // 2. Stage x[b0:b0+kRows, c0:c0+kStage] of the gathered matrix: all of a
+    //    thread's loads are issued before any is stored, so their latencies
+    //    overlap. A vector never straddles two heads because H % kVec == 0.
+    V xv[kStageLoadsPerThread];
+#pragma unroll
+    for (int i = 0; i < kStageLoadsPerThread; ++i) {
+      const int t = threadIdx.x + i * kThreads;
+      const int b = t / kVectorsPerRow;
+      const int64_t c = c0 + static_cast<int64_t>(t % kVectorsPerRow) * kVec;
+      xv[i] = V::zero();
+      if (t < kRows * kVectorsPerRow && b0 + b < p.B && c < C) {
         const int64_t r = c / p.H;
-        const int64_t h = c - r * p.H;
-        xv = *reinterpret_cast<const V*>(p.x + r * p.x_stride_r +
-                                         (b0 + b) * p.x_stride_b + h);
-      } else {
-        xv = V::zero();
+        xv[i] = *reinterpret_cast<const V*>(
+            p.x + r * p.x_stride_r + (b0 + b) * p.x_stride_b + (c - r * p.H));
       }
-      x_stage[b][v] = xv;
+    }
+    __syncthreads();  // the previous stage's reads of x_stage are done
+#pragma unroll
+    for (int i = 0; i < kStageLoadsPerThread; ++i) {
+      const int t = threadIdx.x + i * kThreads;
+      if (t < kRows * kVectorsPerRow) {
+        x_stage[t / kVectorsPerRow][t % kVectorsPerRow] = xv[i];
+      }
     }
     __syncthreads();
     // 3. Multiply: each weight element meets all kRows rows of x.
