@@ -90,21 +90,6 @@ std::vector<c10::ScalarType> parse_dtypes(const std::string& dtypes) {
   return out;
 }
 
-std::string dtype_name(c10::ScalarType dtype) {
-  switch (dtype) {
-    case c10::kFloat:
-      return "float32";
-    case c10::kBFloat16:
-      return "bfloat16";
-    case c10::kHalf:
-      return "float16";
-    case c10::kDouble:
-      return "float64";
-    default:
-      return c10::toString(dtype);
-  }
-}
-
 std::vector<Case> default_cases(c10::DeviceType device) {
   using c10::kBFloat16;
   using c10::kFloat;

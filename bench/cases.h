@@ -29,9 +29,6 @@ std::vector<Case> parse_cases(const std::string& shapes,
 /// double). Throws std::invalid_argument on an unknown name.
 std::vector<c10::ScalarType> parse_dtypes(const std::string& dtypes);
 
-/// "float32", "bfloat16", "float16" or "float64".
-std::string dtype_name(c10::ScalarType dtype);
-
 /// The built-in case list: H200-sized problems for CUDA, smaller ones for
 /// the CPU (large GEMMs take seconds on a few cores).
 std::vector<Case> default_cases(c10::DeviceType device);

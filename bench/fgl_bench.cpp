@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
       ++failures;
       std::fprintf(stderr, "fgl_bench: case %s %s failed: %s\n",
                    fgl::bench::shape_string(c).c_str(),
-                   fgl::bench::dtype_name(c.dtype).c_str(),
+                   c10::getDtypeNames(c.dtype).first.c_str(),
                    error_text(e).c_str());
     }
   }

@@ -41,8 +41,9 @@ void print_table_row(std::FILE* out, const CaseResult& r, const RunInfo& info) {
       out,
       "%-18s %-8s %9s %10.2f %19s %11.2f %11.2f %7.2fx %8.3f %8.3f %8.1e "
       "%8.1e\n",
-      shape_string(r.c).c_str(), dtype_name(r.c.dtype).c_str(), floor, fused_us,
-      spread, r.latency[kCat].p50_us, r.latency[kPermute].p50_us, speedup(r),
+      shape_string(r.c).c_str(), c10::getDtypeNames(r.c.dtype).first.c_str(),
+      floor, fused_us, spread, r.latency[kCat].p50_us,
+      r.latency[kPermute].p50_us, speedup(r),
       per_us_to_tera(r.floor.bytes, fused_us),
       per_us_to_tera(r.floor.flops, fused_us), r.rel_error[kFused],
       r.rel_error[kCat]);
@@ -60,7 +61,7 @@ nlohmann::json case_record(const CaseResult& r, const RunInfo& info) {
   j["H"] = r.c.H;
   j["K"] = r.c.K;
   j["shape"] = shape_string(r.c);
-  j["dtype"] = dtype_name(r.c.dtype);
+  j["dtype"] = c10::getDtypeNames(r.c.dtype).first;
   j["bytes"] = r.floor.bytes;
   j["flops"] = r.floor.flops;
   if (info.has_floor) {
