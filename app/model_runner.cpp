@@ -92,8 +92,13 @@ ModelPaths aoti_paths(const InferOptions& o, const c10::Device& device,
       or_fail(kExitDataErr, "cannot read package " + o.model, kModelHint,
               [&] { return models::read_aoti_metadata(o.model); });
   const std::string compiled_for = models::aoti_device(metadata);
-  if (!compiled_for.empty() &&
-      c10::Device(compiled_for).type() != device.type()) {
+  const auto package_device = or_fail(
+      kExitDataErr,
+      "package " + o.model + " names an unknown device '" + compiled_for + "'",
+      kModelHint, [&] {
+        return compiled_for.empty() ? device : c10::Device(compiled_for);
+      });
+  if (package_device.type() != device.type()) {
     throw AppError(kExitUsage,
                    "package " + o.model + " was compiled for " + compiled_for +
                        " but --device is " +

@@ -212,6 +212,12 @@ def test_not_a_model(tmp_path, content):
                  output=tmp_path / "y.pt")
 
 
+def test_missing_model_file(tmp_path):
+    inputs(tmp_path)
+    result = run("--input", tmp_path / "x.pt", "--model", tmp_path / "no.pt")
+    assert_error(result, 66, "model", "does not exist")
+
+
 def test_model_without_proj_needs_no_check(tmp_path, gather_proj):
     class NoProj(torch.nn.Module):
         def __init__(self):
