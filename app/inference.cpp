@@ -9,7 +9,9 @@
 
 #include "check.h"
 #include "errors.h"
+#include "fail.h"
 #include "log.h"
+#include "model_runner.h"
 #include "models/gather_linear_module.h"
 #include "models/paths.h"
 #include "models/tensor_file.h"
@@ -23,22 +25,6 @@ namespace {
 using models::GatherLinear;
 using models::LinearWeights;
 using models::TensorFile;
-
-// Runs `fn`; a torch or std error from it becomes an AppError with `code`,
-// the context and the hint.
-template <typename Fn>
-auto or_fail(ExitCode code, const std::string& context, const std::string& hint,
-             Fn&& fn) {
-  try {
-    return fn();
-  } catch (const AppError&) {
-    throw;
-  } catch (const c10::Error& e) {
-    throw AppError(code, context + ": " + e.what_without_backtrace(), hint);
-  } catch (const std::exception& e) {
-    throw AppError(code, context + ": " + e.what(), hint);
-  }
-}
 
 template <typename T>
 std::string str(const T& value) {
@@ -160,7 +146,11 @@ Problem demo_problem() {
 
 Problem load_problem(const InferOptions& o) {
   require_readable_file(o.input, "input");
-  require_readable_file(o.weights, "weights");
+  if (!o.model.empty()) {
+    require_readable_file(o.model, "model");
+  } else {
+    require_readable_file(o.weights, "weights");
+  }
   Problem p;
   p.input = or_fail(kExitDataErr, "cannot read input " + o.input,
                     "--input must be a torch.save / torch::save / TorchScript "
@@ -171,6 +161,9 @@ Problem load_problem(const InferOptions& o) {
             " batch(es) from " + o.input + " (" +
             models::to_string(p.input.format) + ", " +
             models::to_string(p.input.layout) + ")");
+  if (!o.model.empty()) {
+    return p;  // the model brings its weights
+  }
   p.weights = or_fail(
       kExitDataErr, "cannot read weights " + o.weights,
       "--weights must hold an nn.Linear(R*H, K) state_dict (weight, bias), "
@@ -238,7 +231,7 @@ Chunks make_chunks(const TensorFile& input, const c10::Device& device,
 
 // Runs every chunk through the fused path, checked against the reference
 // path when `check`; returns each batch's result with its rows joined again.
-std::vector<at::Tensor> run_batches(models::GatherLinearImpl& model,
+std::vector<at::Tensor> run_batches(const ModelPaths& model,
                                     const Chunks& chunks,
                                     const std::vector<std::string>& names,
                                     bool check, const Tolerance& tolerance,
@@ -257,10 +250,9 @@ std::vector<at::Tensor> run_batches(models::GatherLinearImpl& model,
     ErrorStats errors;
     std::vector<at::Tensor> outs;
     for (const auto& x : chunks[i]) {
-      outs.push_back(model.forward(x));
+      outs.push_back(model.run(x));
       if (check) {
-        errors.merge(
-            compare(outs.back(), model.forward_reference(x), tolerance));
+        errors.merge(compare(outs.back(), model.reference(x), tolerance));
       }
       batch.rows += x.size(1);
       ++batch.chunks;
@@ -279,7 +271,7 @@ std::vector<at::Tensor> run_batches(models::GatherLinearImpl& model,
 }
 
 // Latency of one pass over all chunks, for each path.
-void benchmark(models::GatherLinearImpl& model, const Chunks& chunks,
+void benchmark(const ModelPaths& model, const Chunks& chunks,
                const c10::Device& device, int warmup, int iters,
                InferReport& report) {
   log::info("timing " + std::to_string(iters) + " passes of each path");
@@ -288,7 +280,7 @@ void benchmark(models::GatherLinearImpl& model, const Chunks& chunks,
         [&] {
           for (const auto& batch : chunks) {
             for (const auto& x : batch) {
-              fused ? model.forward(x) : model.forward_reference(x);
+              fused ? model.run(x) : model.reference(x);
             }
           }
         },
@@ -297,7 +289,9 @@ void benchmark(models::GatherLinearImpl& model, const Chunks& chunks,
   };
   report.warmup = warmup;
   report.fused = time_path(true);
-  report.reference = time_path(false);
+  if (model.reference) {
+    report.reference = time_path(false);
+  }
 }
 
 }  // namespace
@@ -314,16 +308,20 @@ InferReport run_inference(const InferOptions& o) {
   check_batches(input);
 
   const int64_t R = input.tensors[0].size(0), H = input.tensors[0].size(2);
-  const auto dtype = resolve_dtype(o.dtype, input.tensors[0], input.names[0]);
-  const auto options = or_fail(
-      kExitDataErr, "input " + o.input + " does not fit weights " + o.weights,
-      "x must be (R, B, H) and the weight (K, R*H); check that both files "
-      "come from the same layer",
-      [&] { return models::options_for(problem.weights, R, H); });
-  GatherLinear model(options);
-  models::load_weights(*model, problem.weights);
-  model->to(device, dtype);
-  model->eval();
+  const auto requested =
+      resolve_dtype(o.dtype, input.tensors[0], input.names[0]);
+  const ModelPaths model =
+      !o.model.empty()
+          ? load_model(o, device, requested, R, H)
+          : or_fail(kExitDataErr,
+                    "input " + o.input + " does not fit weights " + o.weights,
+                    "x must be (R, B, H) and the weight (K, R*H); check that "
+                    "both files come from the same layer",
+                    [&] {
+                      return weights_paths(problem.weights, R, H, device,
+                                           requested);
+                    });
+  const auto dtype = model.dtype;
 
   InferReport report;
   report.demo = demo;
@@ -332,12 +330,14 @@ InferReport run_inference(const InferOptions& o) {
   report.input_layout = to_string(input.layout);
   report.weights = o.weights;
   report.weights_prefix = problem.weights.prefix;
+  report.model = o.model;
+  report.model_format = model.format;
   report.device = str(device);
   report.dtype = dtype_name(dtype);
   report.R = R;
   report.H = H;
-  report.K = options.K();
-  report.bias = options.bias();
+  report.K = model.K;
+  report.bias = model.bias;
   report.batch_size = o.batch_size;
   report.checked = o.check;
   const Tolerance defaults = default_tolerance(dtype);
@@ -348,9 +348,9 @@ InferReport run_inference(const InferOptions& o) {
 
   const Chunks chunks = make_chunks(input, device, dtype, o.batch_size);
   const auto results =
-      run_batches(*model, chunks, input.names, o.check, tolerance, report);
+      run_batches(model, chunks, input.names, o.check, tolerance, report);
   if (o.iters > 0) {
-    benchmark(*model, chunks, device, o.warmup, o.iters, report);
+    benchmark(model, chunks, device, o.warmup, o.iters, report);
   }
 
   if (!report.passed) {

@@ -21,6 +21,9 @@ Examples:
   fgl_infer --input x.pt --weights w.pt --device cuda --dtype bfloat16 \
             --warmup 10 --iters 200          benchmark fused vs reference
   fgl_infer --input x.pt --weights w.pt --json > summary.json
+  fgl_infer --input x.pt --model model.pt    run a TorchScript model, checked
+                                             against its proj weights
+  fgl_infer --input x.pt --model model.pt2   run an AOTInductor package
 
 Input files hold a tensor (R, B, H), a list or tuple of them, or a dict
 name -> tensor; each is a batch. Written by Python torch.save, C++ torch::save,
@@ -28,6 +31,9 @@ or torch.jit.save of a module whose attributes are tensors; the format is
 detected. Weight files: nn.Linear(R*H, K).state_dict() (keys weight, bias), a
 bigger state_dict (--weights-prefix), or C++ torch::save(GatherLinear).
 --output is written in the input's structure; read it with torch.load.
+--model takes a TorchScript file or an AOTInductor package (.pt2) whose
+forward takes x (R, B, H), e.g. from examples/export_model.py. Model files are
+code: load only files you trust.
 
 Exit codes: 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,
 69 device unavailable, 70 internal error, 73 cannot create output.
@@ -53,7 +59,16 @@ void validate(const InferOptions& o) {
     usage_error("unknown --log-level '" + o.log_level + "'; expected " +
                 log::kLevels);
   }
-  if (o.input.empty() != o.weights.empty()) {
+  if (!o.model.empty() && !o.weights.empty()) {
+    usage_error(
+        "--model and --weights are mutually exclusive: the model brings its "
+        "own weights");
+  }
+  if (!o.model.empty()) {
+    if (o.input.empty()) {
+      usage_error("--model needs --input (the x tensors to run on)");
+    }
+  } else if (o.input.empty() != o.weights.empty()) {
     usage_error(o.input.empty()
                     ? "--weights needs --input (the x tensors to run on)"
                     : "--input needs --weights (the linear layer to apply)");
@@ -88,12 +103,14 @@ Command parse_command_line(int argc, const char* const* argv) {
       "Batched inference of linear(cat(x.unbind(0), -1), weight, bias) with "
       "the fused\nfgl::gather_linear op, checked against the unfused path.\n"
       "With no --input/--weights a built-in demo problem runs.");
-  spec.custom_help("[--input FILE --weights FILE] [options]");
+  spec.custom_help("[--input FILE (--weights FILE | --model FILE)] [options]");
   // clang-format off
   spec.add_options()
     ("input", "x tensors (R, B, H): a tensor, list, tuple or dict of them",
      cxxopts::value<std::string>(), "FILE")
     ("weights", "linear weights (K, R*H) and optional bias (K)",
+     cxxopts::value<std::string>(), "FILE")
+    ("model", "TorchScript model or AOTInductor package (.pt2) taking x",
      cxxopts::value<std::string>(), "FILE")
     ("weights-prefix", "prefix of weight/bias in a bigger state_dict",
      cxxopts::value<std::string>(), "PREFIX")
@@ -146,6 +163,7 @@ Command parse_command_line(int argc, const char* const* argv) {
     set("input", o.input);
     set("weights", o.weights);
     set("weights-prefix", o.weights_prefix);
+    set("model", o.model);
     set("output", o.output);
     o.batch_size = args["batch-size"].as<int64_t>();
     o.check = args.count("no-check") == 0;

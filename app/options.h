@@ -12,6 +12,7 @@ struct InferOptions {
   std::string input;           // empty with weights: the built-in demo
   std::string weights;         // state_dict / torch::save(GatherLinear)
   std::string weights_prefix;  // empty: "weight", then "proj.weight"
+  std::string model;           // TorchScript file or .pt2 (not --weights)
   std::string output;          // empty: results are not written
   int64_t batch_size = 0;      // rows per call along B; 0: whole batches
   bool check = true;

@@ -31,7 +31,8 @@ struct InferReport {
   bool demo = false;
   std::string input, input_format, input_layout;
   std::string weights, weights_prefix;
-  std::string output;  // empty: not written
+  std::string model, model_format;  // --model; empty: the fused op
+  std::string output;               // empty: not written
   std::string device, dtype;
   int64_t R = 0, H = 0, K = 0;
   bool bias = false;

@@ -1,0 +1,190 @@
+#include "model_runner.h"
+
+#include <memory>
+
+#include "errors.h"
+#include "fail.h"
+#include "log.h"
+#include "models/aoti_model.h"
+#include "models/gather_linear_module.h"
+#include "models/scripted_model.h"
+
+namespace fgl::app {
+namespace {
+
+constexpr const char* kModelHint =
+    "--model must be a TorchScript file (torch.jit.script(model).save) or an "
+    "AOTInductor package (.pt2) whose forward takes x (R, B, H); "
+    "examples/export_model.py writes both";
+
+// The reference over the model's own weights; empty without them, which
+// only --no-check accepts.
+Path reference_path(const std::optional<models::LinearWeights>& weights,
+                    const InferOptions& o, int64_t R, int64_t H,
+                    const c10::Device& device, c10::ScalarType dtype) {
+  if (!weights && !o.check) {
+    return {};
+  }
+  if (!weights) {
+    throw AppError(kExitDataErr,
+                   "model " + o.model +
+                       " has no proj.weight parameter, so there is no "
+                       "reference to check it against",
+                   "pass --no-check to run it unchecked");
+  }
+  return weights_paths(*weights, R, H, device, dtype).reference;
+}
+
+std::string dtype_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kFloat:
+      return "float32";
+    case c10::kDouble:
+      return "float64";
+    case c10::kHalf:
+      return "float16";
+    case c10::kBFloat16:
+      return "bfloat16";
+    default:
+      return c10::toString(dtype);
+  }
+}
+
+void check_attribute(const models::ScriptedModel& model, const char* name,
+                     int64_t want, const std::string& path) {
+  const auto value = model.int_attribute(name);
+  if (value && *value != want) {
+    throw AppError(kExitDataErr,
+                   "model " + path + " has " + name + "=" +
+                       std::to_string(*value) + " but the input has " + name +
+                       "=" + std::to_string(want),
+                   "x must be (R, B, H) for the model's R and H");
+  }
+}
+
+ModelPaths torchscript_paths(const InferOptions& o, const c10::Device& device,
+                             c10::ScalarType dtype, int64_t R, int64_t H) {
+  auto model =
+      or_fail(kExitDataErr, "cannot load model " + o.model, kModelHint,
+              [&] { return std::make_shared<models::ScriptedModel>(o.model); });
+  check_attribute(*model, "R", R, o.model);
+  check_attribute(*model, "H", H, o.model);
+  model->to(device, dtype);
+  const auto weights = model->weights();
+  ModelPaths paths;
+  paths.format = "torchscript";
+  paths.dtype = dtype;
+  paths.run = [model](const at::Tensor& x) mutable {
+    return model->forward(x);
+  };
+  paths.reference =
+      or_fail(kExitDataErr, "model " + o.model + " does not fit the input",
+              "x must be (R, B, H) and proj.weight (K, R*H)",
+              [&] { return reference_path(weights, o, R, H, device, dtype); });
+  paths.K = weights ? weights->K() : model->int_attribute("K").value_or(0);
+  paths.bias = weights && weights->bias;
+  return paths;
+}
+
+ModelPaths aoti_paths(const InferOptions& o, const c10::Device& device,
+                      c10::ScalarType dtype, int64_t R, int64_t H) {
+  const auto metadata =
+      or_fail(kExitDataErr, "cannot read package " + o.model, kModelHint,
+              [&] { return models::read_aoti_metadata(o.model); });
+  const std::string compiled_for = models::aoti_device(metadata);
+  const auto package_device = or_fail(
+      kExitDataErr,
+      "package " + o.model + " names an unknown device '" + compiled_for + "'",
+      kModelHint, [&] {
+        return compiled_for.empty() ? device : c10::Device(compiled_for);
+      });
+  if (package_device.type() != device.type()) {
+    throw AppError(kExitUsage,
+                   "package " + o.model + " was compiled for " + compiled_for +
+                       " but --device is " +
+                       c10::DeviceTypeName(device.type(), /*lower_case=*/true),
+                   "pass --device " + compiled_for +
+                       " (a package runs only on the device type it was "
+                       "compiled for) or export it again for this device");
+  }
+  for (const char* name : {"R", "H"}) {
+    const auto it = metadata.find(name);
+    const int64_t want = name[0] == 'R' ? R : H;
+    if (it != metadata.end() && it->second != std::to_string(want)) {
+      throw AppError(kExitDataErr,
+                     "package " + o.model + " has " + name + "=" + it->second +
+                         " but the input has " + name + "=" +
+                         std::to_string(want),
+                     "x must be (R, B, H) for the package's R and H");
+    }
+  }
+  auto model = or_fail(
+      kExitDataErr, "cannot load package " + o.model, kModelHint,
+      [&] { return std::make_shared<models::AotiModel>(o.model, device); });
+  const auto weights = model->weights();
+  if (weights && weights->weight.scalar_type() != dtype) {
+    if (o.dtype != "auto") {
+      throw AppError(kExitUsage,
+                     "package " + o.model + " was compiled for " +
+                         dtype_name(weights->weight.scalar_type()) +
+                         " but --dtype is " + o.dtype,
+                     "drop --dtype (the input is converted to the package's "
+                     "dtype) or export the package in " +
+                         o.dtype);
+    }
+    dtype = weights->weight.scalar_type();
+    log::info("converting the input to the package's dtype " +
+              dtype_name(dtype));
+  }
+  ModelPaths paths;
+  paths.format = "aoti";
+  paths.dtype = dtype;
+  paths.run = [model](const at::Tensor& x) mutable {
+    return model->forward(x);
+  };
+  paths.reference =
+      or_fail(kExitDataErr, "package " + o.model + " does not fit the input",
+              "x must be (R, B, H) and proj.weight (K, R*H)",
+              [&] { return reference_path(weights, o, R, H, device, dtype); });
+  const auto k = metadata.find("K");
+  paths.K = weights ? weights->K()
+                    : (k != metadata.end() ? std::stoll(k->second) : 0);
+  paths.bias = weights && weights->bias;
+  return paths;
+}
+
+}  // namespace
+
+ModelPaths weights_paths(const models::LinearWeights& weights, int64_t R,
+                         int64_t H, const c10::Device& device,
+                         c10::ScalarType dtype) {
+  const auto options = models::options_for(weights, R, H);
+  models::GatherLinear model(options);
+  models::load_weights(*model, weights);
+  model->to(device, dtype);
+  model->eval();
+  ModelPaths paths;
+  paths.run = [model](const at::Tensor& x) mutable {
+    return model->forward(x);
+  };
+  paths.reference = [model](const at::Tensor& x) mutable {
+    return model->forward_reference(x);
+  };
+  paths.K = options.K();
+  paths.bias = options.bias();
+  paths.dtype = dtype;
+  return paths;
+}
+
+ModelPaths load_model(const InferOptions& o, const c10::Device& device,
+                      c10::ScalarType dtype, int64_t R, int64_t H) {
+  const bool package = models::is_aoti_package(o.model);
+  log::info(
+      "loading " +
+      std::string(package ? "AOTInductor package " : "TorchScript model ") +
+      o.model);
+  return package ? aoti_paths(o, device, dtype, R, H)
+                 : torchscript_paths(o, device, dtype, R, H);
+}
+
+}  // namespace fgl::app
