@@ -95,22 +95,6 @@ c10::Device resolve_device(const std::string& name) {
   return device;
 }
 
-// The names --dtype takes, rather than c10's "Float".
-std::string dtype_name(c10::ScalarType dtype) {
-  switch (dtype) {
-    case at::kFloat:
-      return "float32";
-    case at::kHalf:
-      return "float16";
-    case at::kBFloat16:
-      return "bfloat16";
-    case at::kDouble:
-      return "float64";
-    default:
-      return str(dtype);
-  }
-}
-
 c10::ScalarType resolve_dtype(const std::string& name, const at::Tensor& x,
                               const std::string& batch) {
   if (name == "float32") return at::kFloat;
@@ -333,7 +317,7 @@ InferReport run_inference(const InferOptions& o) {
   report.model = o.model;
   report.model_format = model.format;
   report.device = str(device);
-  report.dtype = dtype_name(dtype);
+  report.dtype = c10::getDtypeNames(dtype).first;
   report.R = R;
   report.H = H;
   report.K = model.K;

@@ -35,21 +35,6 @@ Path reference_path(const std::optional<models::LinearWeights>& weights,
   return weights_paths(*weights, R, H, device, dtype).reference;
 }
 
-std::string dtype_name(c10::ScalarType dtype) {
-  switch (dtype) {
-    case c10::kFloat:
-      return "float32";
-    case c10::kDouble:
-      return "float64";
-    case c10::kHalf:
-      return "float16";
-    case c10::kBFloat16:
-      return "bfloat16";
-    default:
-      return c10::toString(dtype);
-  }
-}
-
 void check_attribute(const models::ScriptedModel& model, const char* name,
                      int64_t want, const std::string& path) {
   const auto value = model.int_attribute(name);
@@ -124,17 +109,18 @@ ModelPaths aoti_paths(const InferOptions& o, const c10::Device& device,
   const auto weights = model->weights();
   if (weights && weights->weight.scalar_type() != dtype) {
     if (o.dtype != "auto") {
-      throw AppError(kExitUsage,
-                     "package " + o.model + " was compiled for " +
-                         dtype_name(weights->weight.scalar_type()) +
-                         " but --dtype is " + o.dtype,
-                     "drop --dtype (the input is converted to the package's "
-                     "dtype) or export the package in " +
-                         o.dtype);
+      throw AppError(
+          kExitUsage,
+          "package " + o.model + " was compiled for " +
+              c10::getDtypeNames(weights->weight.scalar_type()).first +
+              " but --dtype is " + o.dtype,
+          "drop --dtype (the input is converted to the package's "
+          "dtype) or export the package in " +
+              o.dtype);
     }
     dtype = weights->weight.scalar_type();
     log::info("converting the input to the package's dtype " +
-              dtype_name(dtype));
+              c10::getDtypeNames(dtype).first);
   }
   ModelPaths paths;
   paths.format = "aoti";

@@ -77,3 +77,18 @@ def test_model_needs_the_library_preloaded(repository):
                                   repository / MODEL / "1" / "model.pt", 4, 32, 56)
     assert result.returncode != 0
     assert "Unknown builtin op: fgl::gather_linear" in result.stderr
+
+
+def test_installed_fgl_infer_runs_the_model(repository, tmp_path):
+    """The same model file through the installed C++ program (libtorch on
+    the library path only, as in the runtime container)."""
+    x_path = tmp_path / "x.pt"
+    torch.save(torch.randn(4, 9, 32), x_path)
+    env = {"PATH": "/usr/bin:/bin",
+           "LD_LIBRARY_PATH": str(Path(torch.__file__).parent / "lib")}
+    result = subprocess.run(
+        [str(STAGE / "bin" / "fgl_infer"), "--device", "cpu",
+         "--model", str(repository / MODEL / "1" / "model.pt"),
+         "--input", str(x_path)], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "check passed" in result.stdout
