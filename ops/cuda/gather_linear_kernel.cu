@@ -1,5 +1,6 @@
-// The launcher of fgl::gather_linear's CUDA kernels: picks a kernel per
-// problem shape and layout, and instantiates it for every element type.
+// The launchers of fgl::gather_linear's CUDA kernels: the streaming launcher
+// picks a kernel by element type and rows of B; both are instantiated for
+// every element type.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

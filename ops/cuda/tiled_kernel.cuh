@@ -1,6 +1,8 @@
 // The general kernel of fgl::gather_linear: a shared-memory tiled SIMT GEMM
-// that reads x and weight through arbitrary strides. Used for every problem
-// the specialised kernels do not take.
+// that reads x and weight through arbitrary strides. It serves every shape
+// and layout, but runs slower than cat + cuBLAS, so the dispatcher
+// (gather_linear_cuda.cpp) uses it only for R*H = 0 and under
+// FGL_CUDA_FUSED_ONLY=1.
 #pragma once
 
 #include "gather_linear_kernel.h"
