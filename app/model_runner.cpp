@@ -35,6 +35,29 @@ Path reference_path(const std::optional<models::LinearWeights>& weights,
   return weights_paths(*weights, R, H, device, dtype).reference;
 }
 
+// The run and reference paths of a loaded model (ScriptedModel or AotiModel);
+// `noun` names the file in messages ("model", "package").
+template <typename Model>
+ModelPaths paths_of(const char* format, const std::string& noun,
+                    std::shared_ptr<Model> model, const InferOptions& o,
+                    const c10::Device& device, c10::ScalarType dtype, int64_t R,
+                    int64_t H) {
+  const auto weights = model->weights();
+  ModelPaths paths;
+  paths.format = format;
+  paths.dtype = dtype;
+  paths.run = [model](const at::Tensor& x) mutable {
+    return model->forward(x);
+  };
+  paths.reference =
+      or_fail(kExitDataErr, noun + " " + o.model + " does not fit the input",
+              "x must be (R, B, H) and proj.weight (K, R*H)",
+              [&] { return reference_path(weights, o, R, H, device, dtype); });
+  paths.K = weights ? weights->K() : 0;
+  paths.bias = weights && weights->bias;
+  return paths;
+}
+
 void check_attribute(const models::ScriptedModel& model, const char* name,
                      int64_t want, const std::string& path) {
   const auto value = model.int_attribute(name);
@@ -55,19 +78,8 @@ ModelPaths torchscript_paths(const InferOptions& o, const c10::Device& device,
   check_attribute(*model, "R", R, o.model);
   check_attribute(*model, "H", H, o.model);
   model->to(device, dtype);
-  const auto weights = model->weights();
-  ModelPaths paths;
-  paths.format = "torchscript";
-  paths.dtype = dtype;
-  paths.run = [model](const at::Tensor& x) mutable {
-    return model->forward(x);
-  };
-  paths.reference =
-      or_fail(kExitDataErr, "model " + o.model + " does not fit the input",
-              "x must be (R, B, H) and proj.weight (K, R*H)",
-              [&] { return reference_path(weights, o, R, H, device, dtype); });
-  paths.K = weights ? weights->K() : model->int_attribute("K").value_or(0);
-  paths.bias = weights && weights->bias;
+  auto paths = paths_of("torchscript", "model", model, o, device, dtype, R, H);
+  if (paths.K == 0) paths.K = model->int_attribute("K").value_or(0);
   return paths;
 }
 
@@ -122,20 +134,9 @@ ModelPaths aoti_paths(const InferOptions& o, const c10::Device& device,
     log::info("converting the input to the package's dtype " +
               c10::getDtypeNames(dtype).first);
   }
-  ModelPaths paths;
-  paths.format = "aoti";
-  paths.dtype = dtype;
-  paths.run = [model](const at::Tensor& x) mutable {
-    return model->forward(x);
-  };
-  paths.reference =
-      or_fail(kExitDataErr, "package " + o.model + " does not fit the input",
-              "x must be (R, B, H) and proj.weight (K, R*H)",
-              [&] { return reference_path(weights, o, R, H, device, dtype); });
+  auto paths = paths_of("aoti", "package", model, o, device, dtype, R, H);
   const auto k = metadata.find("K");
-  paths.K = weights ? weights->K()
-                    : (k != metadata.end() ? std::stoll(k->second) : 0);
-  paths.bias = weights && weights->bias;
+  if (paths.K == 0 && k != metadata.end()) paths.K = std::stoll(k->second);
   return paths;
 }
 
