@@ -68,11 +68,12 @@ def forged(tensor, data=b"\0" * 16):
     pkl = io.BytesIO()
     _Pickler(pkl, protocol=2).dump(tensor)
     buf = io.BytesIO()
+    records = {"archive/data.pkl": pkl.getvalue(),
+               "archive/byteorder": b"little", "archive/data/0": data,
+               "archive/version": b"3\n"}
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
-        z.writestr("archive/data.pkl", pkl.getvalue())
-        z.writestr("archive/byteorder", "little")
-        z.writestr("archive/data/0", data)
-        z.writestr("archive/version", "3\n")
+        for name, content in records.items():  # fixed times: stable bytes
+            z.writestr(zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0)), content)
     return buf.getvalue()
 
 
@@ -162,6 +163,13 @@ def main():
     for name, data in pt.items():
         write(os.path.join(FUZZ, "fuzz_torch_save", name), data)
         write(os.path.join(FUZZ, "fuzz_tensor_file", name), data)
+    # A TorchScript container (libtorch's own loader reads it).
+    holder = torch.nn.Module()
+    holder.register_buffer("x", x)
+    ts = io.BytesIO()
+    torch.jit.save(torch.jit.script(holder), ts)
+    write(os.path.join(FUZZ, "fuzz_tensor_file", "torchscript.pt"),
+          ts.getvalue())
     for name, data in st.items():
         write(os.path.join(FUZZ, "fuzz_safetensors_header", name), data)
         write(os.path.join(FUZZ, "fuzz_tensor_file", name), data)
