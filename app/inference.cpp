@@ -178,12 +178,11 @@ Problem load_problem(const InferOptions& o) {
   require_readable_file(o.input, "input", o.max_input_bytes);
   require_readable_file(o.weights, "weights", o.max_input_bytes);
   Problem p;
-  p.input = or_fail(
-      kExitDataErr, "cannot read input " + o.input,
-      "--input must be a torch.save / torch::save / TorchScript "
-      "/ safetensors file holding a tensor (R, B, H), or a list, tuple or "
-      "dict of them",
-      [&] { return models::read_tensor_file(o.input); });
+  p.input = or_fail(kExitDataErr, "cannot read input " + o.input,
+                    "--input must be a torch.save / torch::save / TorchScript "
+                    "/ safetensors file holding a tensor (R, B, H), or a "
+                    "list, tuple or dict of them",
+                    [&] { return models::read_tensor_file(o.input); });
   log::info("read " + std::to_string(p.input.tensors.size()) +
             " batch(es) from " + o.input + " (" +
             models::to_string(p.input.format) + ", " +

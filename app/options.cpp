@@ -25,9 +25,11 @@ Examples:
 Input files hold a tensor (R, B, H), a list or tuple of them, or a dict
 name -> tensor; each is a batch. Written by Python torch.save, C++ torch::save,
 torch.jit.save of a module whose attributes are tensors, or safetensors; the
-format is detected. TorchScript files hold code: read only trusted ones, and
-use safetensors for untrusted data. Weight files: nn.Linear(R*H, K).state_dict() (keys weight, bias), a
-bigger state_dict (--weights-prefix), or C++ torch::save(GatherLinear).
+format is detected. Weight files: nn.Linear(R*H, K).state_dict() (keys weight,
+bias), a bigger state_dict (--weights-prefix), or C++
+torch::save(GatherLinear). TorchScript files hold code: read only trusted
+ones; safetensors is the format for untrusted data. Files over
+--max-input-bytes (default 16 GiB) are refused.
 --output is written in the input's structure; read it with torch.load.
 
 Exit codes: 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,
