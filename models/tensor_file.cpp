@@ -20,6 +20,7 @@
 #include "models/safetensors_file.h"
 #include "models/safetensors_header.h"
 #include "models/torch_save_format.h"
+#include "models/zip_check.h"
 
 namespace fgl::models {
 namespace {
@@ -258,6 +259,11 @@ TensorFile read_tensor_file(const std::string& path, bool nested) {
                     "save it again with torch >= 1.6)"
                   : "");
   bool torchscript = false;
+  try {
+    check_zip_file(path);  // before libtorch allocates what it declares
+  } catch (const ZipError& e) {
+    TORCH_CHECK(false, path, ": ", e.what());
+  }
   {
     caffe2::serialize::PyTorchStreamReader reader(path);
     TORCH_CHECK(reader.hasRecord("data.pkl"), path,

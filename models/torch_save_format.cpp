@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "models/zip_check.h"
+
 namespace fgl::models {
 namespace {
 
@@ -585,11 +587,21 @@ c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive) {
 }  // namespace
 
 c10::IValue read_torch_save(const std::string& path) {
+  try {
+    check_zip_file(path);
+  } catch (const ZipError& e) {
+    TORCH_CHECK(false, e.what());
+  }
   caffe2::serialize::PyTorchStreamReader archive(path);
   return read_archive(archive);
 }
 
 c10::IValue read_torch_save(const void* data, size_t size) {
+  try {
+    check_zip_directory(data, size);
+  } catch (const ZipError& e) {
+    TORCH_CHECK(false, e.what());
+  }
   caffe2::serialize::PyTorchStreamReader archive(
       std::make_shared<BytesAdapter>(data, size));
   return read_archive(archive);

@@ -87,6 +87,15 @@ def without_record(data, suffix):
     return buf.getvalue()
 
 
+def declaring_4gb(data):
+    """A zip whose first central directory entry declares a 4 GB record:
+    libtorch's reader would allocate that much (found by fuzz_torch_save)."""
+    data = bytearray(data)
+    at = data.find(b"PK\x01\x02")
+    data[at + 24:at + 28] = struct.pack("<I", 0xFFFF0002)
+    return bytes(data)
+
+
 def bad_files():
     """name -> (bytes, exit code, message fragment[, as weights])."""
     rng = random.Random(7)
@@ -101,6 +110,8 @@ def bad_files():
                            "without data.pkl"),
         "missing_storage.pt": (without_record(x, "data/0"), 65,
                                "storage 0 holds 0 bytes"),
+        "declared_4gb_record.pt": (declaring_4gb(x), 65,
+                                   "declares 4294901762 bytes"),
         "string.pt": (saved("just a string"), 65, "holds a String"),
         "int.pt": (saved(42), 65, "holds a Int"),
         # As weights, nested containers are a checkpoint without "weight".
