@@ -33,7 +33,8 @@ std::string str(const T& value) {
   return os.str();
 }
 
-void require_readable_file(const std::string& path, const char* what) {
+void require_readable_file(const std::string& path, const char* what,
+                           int64_t max_bytes) {
   if (!models::path_exists(path)) {
     throw AppError(kExitNoInput,
                    std::string(what) + " " + path + " does not exist",
@@ -44,10 +45,25 @@ void require_readable_file(const std::string& path, const char* what) {
                    std::string(what) + " " + path + " is a directory",
                    "pass the tensor file inside it, not the directory");
   }
+  if (!models::is_regular_file(path)) {
+    // A FIFO or a device would block or never end.
+    throw AppError(kExitNoInput,
+                   std::string(what) + " " + path + " is not a regular file",
+                   "pass a tensor file, not a pipe, socket or device");
+  }
   if (::access(path.c_str(), R_OK) != 0) {
     throw AppError(kExitNoInput,
                    std::string(what) + " " + path + " is not readable",
                    "check the file's permissions");
+  }
+  const int64_t size = models::file_size(path);
+  if (size > max_bytes) {
+    throw AppError(
+        kExitDataErr,
+        std::string(what) + " " + path + " has " + std::to_string(size) +
+            " bytes, more than the limit of " + std::to_string(max_bytes),
+        "raise --max-input-bytes if the file is meant to be this "
+        "large");
   }
 }
 
@@ -129,17 +145,17 @@ Problem demo_problem() {
 }
 
 Problem load_problem(const InferOptions& o) {
-  require_readable_file(o.input, "input");
+  require_readable_file(o.input, "input", o.max_input_bytes);
   if (!o.model.empty()) {
-    require_readable_file(o.model, "model");
+    require_readable_file(o.model, "model", o.max_input_bytes);
   } else {
-    require_readable_file(o.weights, "weights");
+    require_readable_file(o.weights, "weights", o.max_input_bytes);
   }
   Problem p;
   p.input = or_fail(kExitDataErr, "cannot read input " + o.input,
                     "--input must be a torch.save / torch::save / TorchScript "
-                    "file holding a tensor (R, B, H), or a list, tuple or "
-                    "dict of them",
+                    "/ safetensors file holding a tensor (R, B, H), or a "
+                    "list, tuple or dict of them",
                     [&] { return models::read_tensor_file(o.input); });
   log::info("read " + std::to_string(p.input.tensors.size()) +
             " batch(es) from " + o.input + " (" +
@@ -151,8 +167,8 @@ Problem load_problem(const InferOptions& o) {
   p.weights = or_fail(
       kExitDataErr, "cannot read weights " + o.weights,
       "--weights must hold an nn.Linear(R*H, K) state_dict (weight, bias), "
-      "a bigger state_dict with --weights-prefix, or a C++ "
-      "torch::save(GatherLinear)",
+      "a bigger state_dict with --weights-prefix, a C++ "
+      "torch::save(GatherLinear), or a safetensors file with those keys",
       [&] { return models::read_weights(o.weights, o.weights_prefix); });
   log::info("weights " + p.weights.prefix + "weight " +
             str(p.weights.weight.sizes()) +

@@ -27,9 +27,12 @@ Examples:
 
 Input files hold a tensor (R, B, H), a list or tuple of them, or a dict
 name -> tensor; each is a batch. Written by Python torch.save, C++ torch::save,
-or torch.jit.save of a module whose attributes are tensors; the format is
-detected. Weight files: nn.Linear(R*H, K).state_dict() (keys weight, bias), a
-bigger state_dict (--weights-prefix), or C++ torch::save(GatherLinear).
+torch.jit.save of a module whose attributes are tensors, or safetensors; the
+format is detected. Weight files: nn.Linear(R*H, K).state_dict() (keys weight,
+bias), a bigger state_dict (--weights-prefix), or C++
+torch::save(GatherLinear). TorchScript files hold code: read only trusted
+ones; safetensors is the format for untrusted data. Files over
+--max-input-bytes (default 16 GiB) are refused.
 --output is written in the input's structure; read it with torch.load.
 --model takes a TorchScript file or an AOTInductor package (.pt2) whose
 forward takes x (R, B, H), e.g. from examples/export_model.py. Model files are
@@ -78,6 +81,9 @@ void validate(const InferOptions& o) {
   }
   if (o.batch_size < 0 || o.warmup < 0 || o.iters < 0) {
     usage_error("--batch-size, --warmup and --iters must be >= 0");
+  }
+  if (o.max_input_bytes <= 0) {
+    usage_error("--max-input-bytes must be > 0");
   }
   if ((o.atol && *o.atol < 0) || (o.rtol && *o.rtol < 0)) {
     usage_error("--atol and --rtol must be >= 0");
@@ -134,6 +140,9 @@ Command parse_command_line(int argc, const char* const* argv) {
     ("json", "print one JSON summary on stdout")
     ("log-level", std::string("stderr log level: ") + log::kLevels,
      cxxopts::value<std::string>()->default_value("info"), "LEVEL")
+    ("max-input-bytes", "refuse --input/--weights files larger than N bytes",
+     cxxopts::value<int64_t>()->default_value(
+         std::to_string(kDefaultMaxInputBytes)), "N")
     ("version", "print the version")
     ("h,help", "print this help");
   // clang-format on
@@ -179,6 +188,7 @@ Command parse_command_line(int argc, const char* const* argv) {
     o.iters = args["iters"].as<int>();
     o.json = args.count("json") > 0;
     o.log_level = args["log-level"].as<std::string>();
+    o.max_input_bytes = args["max-input-bytes"].as<int64_t>();
   } catch (const cxxopts::exceptions::exception& e) {
     usage_error(e.what());
   }

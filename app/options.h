@@ -8,6 +8,10 @@
 
 namespace fgl::app {
 
+/// 16 GiB: above any weights fgl_infer is meant for, below what would make a
+/// damaged or hostile file exhaust the machine's memory.
+constexpr int64_t kDefaultMaxInputBytes = int64_t{16} << 30;
+
 struct InferOptions {
   std::string input;           // empty with weights: the built-in demo
   std::string weights;         // state_dict / torch::save(GatherLinear)
@@ -23,6 +27,8 @@ struct InferOptions {
   int iters = 0;  // > 0: benchmark mode
   bool json = false;
   std::string log_level = "info";
+  // Larger --input/--weights files are refused before they are opened.
+  int64_t max_input_bytes = kDefaultMaxInputBytes;
 };
 
 /// What the command line asks for.

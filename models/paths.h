@@ -3,6 +3,7 @@
 // std::filesystem symbols, and calls that bind to them crash at run time.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace fgl::models {
@@ -15,5 +16,11 @@ std::string base_name(const std::string& path);
 
 bool path_exists(const std::string& path);
 bool is_directory(const std::string& path);
+
+/// A plain file (not a directory, FIFO, socket or device), links followed.
+bool is_regular_file(const std::string& path);
+
+/// The size of `path` in bytes; -1 when it cannot be stat'ed.
+int64_t file_size(const std::string& path);
 
 }  // namespace fgl::models

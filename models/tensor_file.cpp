@@ -17,7 +17,10 @@
 #include <sstream>
 
 #include "models/paths.h"
+#include "models/safetensors_file.h"
+#include "models/safetensors_header.h"
 #include "models/torch_save_format.h"
+#include "models/zip_check.h"
 
 namespace fgl::models {
 namespace {
@@ -26,7 +29,7 @@ namespace {
 std::vector<char> read_head(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   TORCH_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
-  std::vector<char> head(4);
+  std::vector<char> head(9);  // safetensors: 8-byte length, then '{'
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
   return head;
@@ -229,19 +232,38 @@ const char* to_string(Layout layout) {
 }
 
 const char* to_string(FileFormat format) {
-  return format == FileFormat::kTorchSave ? "torch.save" : "TorchScript";
+  switch (format) {
+    case FileFormat::kTorchSave:
+      return "torch.save";
+    case FileFormat::kTorchScript:
+      return "TorchScript";
+    case FileFormat::kSafetensors:
+      return "safetensors";
+  }
+  return "?";
 }
 
 TensorFile read_tensor_file(const std::string& path, bool nested) {
   const auto bytes = read_head(path);
   TORCH_CHECK(!bytes.empty(), path, " is empty");
+  if (looks_like_safetensors(
+          reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size())) {
+    TensorFile file = read_safetensors(path);
+    TORCH_CHECK(!file.tensors.empty(), path, " holds no tensors");
+    return file;
+  }
   TORCH_CHECK(starts_with(bytes, "PK\x03\x04"), path,
-              " is not a PyTorch zip file",
+              " is not a PyTorch zip file or a safetensors file",
               starts_with(bytes, "\x80")
                   ? " (it looks like the legacy torch.save format: load and "
                     "save it again with torch >= 1.6)"
                   : "");
   bool torchscript = false;
+  try {
+    check_zip_file(path);  // before libtorch allocates what it declares
+  } catch (const ZipError& e) {
+    TORCH_CHECK(false, path, ": ", e.what());
+  }
   {
     caffe2::serialize::PyTorchStreamReader reader(path);
     TORCH_CHECK(reader.hasRecord("data.pkl"), path,

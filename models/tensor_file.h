@@ -1,9 +1,11 @@
-// The tensor files fgl_infer reads and writes. Three formats are read, told
+// The tensor files fgl_infer reads and writes. Four formats are read, told
 // apart by their contents so users never have to name one:
 //   - Python torch.save files (the zip format, torch_save_format.h),
 //   - C++ torch::save archives and
 //   - TorchScript modules whose attributes are tensors (both TorchScript zip
-//     archives, read with torch::jit::load).
+//     archives, read with torch::jit::load),
+//   - safetensors files (safetensors_file.h), the one meant for untrusted
+//     data: TorchScript archives hold code and must be trusted.
 // Results are written in the torch.save format (torch_save_format.h), through
 // a temporary file that is renamed into place.
 #pragma once
@@ -18,7 +20,7 @@ namespace fgl::models {
 /// The container the tensors came in; results are written in the same one.
 enum class Layout { kTensor, kList, kTuple, kDict };
 
-enum class FileFormat { kTorchSave, kTorchScript };
+enum class FileFormat { kTorchSave, kTorchScript, kSafetensors };
 
 const char* to_string(Layout layout);
 const char* to_string(FileFormat format);

@@ -6,11 +6,14 @@
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <unordered_map>
 #include <vector>
+
+#include "models/zip_check.h"
 
 namespace fgl::models {
 namespace {
@@ -162,11 +165,23 @@ class PickleMachine {
     TORCH_CHECK(known, "storage ", key, " has an unsupported type");
     const auto dtype = static_cast<at::ScalarType>(e[1].toInt());
     const int64_t numel = e[4].toInt();
+    // NOTE: the pickle's numel is untrusted: it must match the record's size
+    // before anything is allocated.
+    const auto item = static_cast<int64_t>(c10::elementSize(dtype));
+    int64_t nbytes = 0;
+    TORCH_CHECK(numel >= 0 && !__builtin_mul_overflow(numel, item, &nbytes),
+                "storage ", key, " has an impossible size of ", numel,
+                " elements");
+    const std::string record = "data/" + key;
+    const size_t size = nbytes > 0 && archive_.hasRecord(record)
+                            ? archive_.getRecordSize(record)
+                            : 0;
+    TORCH_CHECK(size == static_cast<size_t>(nbytes), "storage ", key, " holds ",
+                size, " bytes, expected ", nbytes, " (", numel, " elements)");
     auto flat = at::empty({numel}, at::TensorOptions().dtype(dtype));
     if (numel > 0) {
-      const auto [data, size] = archive_.getRecord("data/" + key);
-      TORCH_CHECK(size == static_cast<size_t>(flat.nbytes()), "storage ", key,
-                  " holds ", size, " bytes, expected ", flat.nbytes());
+      const auto [data, got] = archive_.getRecord(record);
+      TORCH_CHECK(got == size, "storage ", key, " changed size while read");
       std::memcpy(flat.data_ptr(), data.get(), size);
     }
     storages_.emplace(key, flat);
@@ -540,12 +555,56 @@ std::vector<char> write_torch_save(const c10::IValue& value) {
   return out;
 }
 
-c10::IValue read_torch_save(const std::string& path) {
-  caffe2::serialize::PyTorchStreamReader archive(path);
+namespace {
+
+// Bytes in memory as a zip source. NOTE: not caffe2's MemoryReadAdapter,
+// which copies whatever range it is asked for; reads here stop at the end.
+class BytesAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  BytesAdapter(const void* data, size_t size)
+      : data_(static_cast<const char*>(data)), size_(size) {}
+  size_t size() const override { return size_; }
+  size_t read(uint64_t pos, void* buf, size_t n,
+              const char* what = "") const override {
+    if (pos >= size_) return 0;
+    n = std::min<uint64_t>(n, size_ - pos);
+    std::memcpy(buf, data_ + pos, n);
+    return n;
+  }
+
+ private:
+  const char* data_;
+  size_t size_;
+};
+
+c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive) {
   const auto [data, size] = archive.getRecord("data.pkl");
   const auto* bytes = static_cast<const char*>(data.get());
   const std::vector<char> pickle(bytes, bytes + size);
   return PickleMachine(archive, pickle).run();
+}
+
+}  // namespace
+
+c10::IValue read_torch_save(const std::string& path) {
+  try {
+    check_zip_file(path);
+  } catch (const ZipError& e) {
+    TORCH_CHECK(false, e.what());
+  }
+  caffe2::serialize::PyTorchStreamReader archive(path);
+  return read_archive(archive);
+}
+
+c10::IValue read_torch_save(const void* data, size_t size) {
+  try {
+    check_zip_directory(data, size);
+  } catch (const ZipError& e) {
+    TORCH_CHECK(false, e.what());
+  }
+  caffe2::serialize::PyTorchStreamReader archive(
+      std::make_shared<BytesAdapter>(data, size));
+  return read_archive(archive);
 }
 
 }  // namespace fgl::models

@@ -21,6 +21,9 @@ namespace fgl::models {
 /// become None. Throws c10::Error for a damaged or non-torch.save file.
 c10::IValue read_torch_save(const std::string& path);
 
+/// read_torch_save on a file's bytes held in memory (the fuzz target's way in).
+c10::IValue read_torch_save(const void* data, size_t size);
+
 /// The bytes of a torch.save zip file holding `value` (tensors, lists,
 /// tuples, string-keyed dicts, None, bool, int, float, str), which Python's
 /// torch.load(..., weights_only=True) reads. Tensors must be on the CPU.

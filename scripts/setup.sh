@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Installs what fgl needs and is missing, and nothing else: Debian packages for
 # the C++ side and a Python environment with the pinned torch wheel, which
-# also carries libtorch. Re-running it downloads nothing.
+# also carries libtorch. Re-running it downloads nothing. Usage: setup.sh
+# [--fuzz]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 debian_packages=(cmake g++ ninja-build libgtest-dev libspdlog-dev
                  libcxxopts-dev nlohmann-json3-dev shellcheck)
+# --fuzz: clang and its sanitizer/libFuzzer runtimes, for scripts/fuzz.sh
+# (Debian 12 names; the other scripts need neither).
+if [ "${1:-}" = "--fuzz" ]; then
+  debian_packages+=(clang libclang-rt-14-dev)
+fi
 missing_debian=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" \

@@ -73,6 +73,36 @@ TEST(GatherLinearErrors, UnsupportedDtype) {
                            "bfloat16"}));
 }
 
+TEST(GatherLinearErrors, ComplexAndFloat8AreUnsupported) {
+  for (const auto dtype : {at::kComplexFloat, at::kFloat8_e4m3fn,
+                           at::kFloat8_e5m2, at::kBool, at::kLong}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const auto x = at::zeros({2, 3, 4}, dtype);
+    const auto w = at::zeros({5, 8}, dtype);
+    EXPECT_TRUE(throws_with([&] { gather_linear(x, w); },
+                            {"x has unsupported dtype",
+                             "expected one of float32, float64, float16, "
+                             "bfloat16"}));
+  }
+}
+
+TEST(GatherLinearErrors, MixedDevicesWithoutAGpu) {
+  // CPU and Meta tensors mixed: the same device check as cpu/cuda, which
+  // test_gather_linear_cuda.cpp covers where a GPU exists.
+  const auto meta = at::TensorOptions().device(at::kMeta);
+  EXPECT_TRUE(throws_with(
+      [&] {
+        gather_linear(rand_cpu({2, 3, 4}), at::empty({5, 8}, meta));
+      },
+      {"weight must be on x's device cpu", "got meta"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        gather_linear(rand_cpu({2, 3, 4}), rand_cpu({5, 8}),
+                      at::empty({5}, meta));
+      },
+      {"bias must be on x's device cpu", "got meta"}));
+}
+
 TEST(GatherLinearErrors, MixedDtypes) {
   EXPECT_TRUE(throws_with(
       [] {

@@ -39,6 +39,13 @@ TEST(InferOptions, Defaults) {
   EXPECT_EQ(command.options.iters, 0);
 }
 
+TEST(InferOptions, MaxInputBytes) {
+  EXPECT_EQ(parse({}).options.max_input_bytes, int64_t{16} << 30);
+  EXPECT_EQ(parse({"--max-input-bytes", "4096"}).options.max_input_bytes, 4096);
+  expect_usage_error({"--max-input-bytes", "0"}, "must be > 0");
+  expect_usage_error({"--max-input-bytes=-5"}, "must be > 0");
+}
+
 TEST(InferOptions, ParsesEverything) {
   const auto o =
       parse({"--input",          "x.pt",        "--weights", "w.pt",

@@ -1,0 +1,190 @@
+"""Writes the checked-in corpora: tests/corpus/ (bad files fgl_infer must
+refuse, with expected.json naming each one's exit code and message) and
+tests/fuzz_corpus/<target>/ (the fuzz targets' seeds). Run it again only to
+change them: python tests/corpus/make_corpus.py"""
+import collections
+import io
+import json
+import os
+import pickle
+import random
+import struct
+import zipfile
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FUZZ = os.path.join(HERE, "..", "fuzz_corpus")
+
+
+def saved(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def safetensors(tensors, header_extra=None):
+    """A safetensors file written by hand: 8-byte little-endian header
+    length, the JSON header, the data."""
+    header, data = {}, b""
+    names = {torch.float32: "F32", torch.float16: "F16",
+             torch.bfloat16: "BF16", torch.float64: "F64"}
+    for name, t in tensors.items():
+        raw = t.contiguous().view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    header.update(header_extra or {})
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + data
+
+
+class _Storage:
+    """Pickled as torch.save's persistent id of a storage."""
+
+    def __init__(self, numel):
+        self.numel = numel
+
+
+class _Tensor:
+    def __init__(self, storage, size, stride, offset=0):
+        self.args = (storage, offset, size, stride, False,
+                     collections.OrderedDict())
+
+    def __reduce__(self):
+        return torch._utils._rebuild_tensor_v2, self.args
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        if isinstance(obj, _Storage):
+            return ("storage", torch.FloatStorage, "0", "cpu", obj.numel)
+        return None
+
+
+def forged(tensor, data=b"\0" * 16):
+    """A torch.save zip whose pickle says what we like about a storage
+    that holds `data`."""
+    pkl = io.BytesIO()
+    _Pickler(pkl, protocol=2).dump(tensor)
+    buf = io.BytesIO()
+    records = {"archive/data.pkl": pkl.getvalue(),
+               "archive/byteorder": b"little", "archive/data/0": data,
+               "archive/version": b"3\n"}
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        for name, content in records.items():  # fixed times: stable bytes
+            z.writestr(zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0)), content)
+    return buf.getvalue()
+
+
+def without_record(data, suffix):
+    src = zipfile.ZipFile(io.BytesIO(data))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        for item in src.infolist():
+            if not item.filename.endswith(suffix):
+                z.writestr(item, src.read(item))
+    return buf.getvalue()
+
+
+def declaring_4gb(data):
+    """A zip whose first central directory entry declares a 4 GB record:
+    libtorch's reader would allocate that much (found by fuzz_torch_save)."""
+    data = bytearray(data)
+    at = data.find(b"PK\x01\x02")
+    data[at + 24:at + 28] = struct.pack("<I", 0xFFFF0002)
+    return bytes(data)
+
+
+def bad_files():
+    """name -> (bytes, exit code, message fragment[, as weights])."""
+    rng = random.Random(7)
+    x = saved(torch.randn(2, 3, 4))
+    big = 2 ** 40
+    return {
+        "empty.pt": (b"", 65, "is empty"),
+        "random.bin": (bytes(rng.randrange(256) for _ in range(512)), 65,
+                       "not a PyTorch zip file or a safetensors file"),
+        "truncated.pt": (x[: len(x) // 2], 65, "cannot read input"),
+        "no_data_pkl.pt": (without_record(x, "data.pkl"), 65,
+                           "without data.pkl"),
+        "missing_storage.pt": (without_record(x, "data/0"), 65,
+                               "storage 0 holds 0 bytes"),
+        "declared_4gb_record.pt": (declaring_4gb(x), 65,
+                                   "declares 4294901762 bytes"),
+        "string.pt": (saved("just a string"), 65, "holds a String"),
+        "int.pt": (saved(42), 65, "holds a Int"),
+        # As weights, nested containers are a checkpoint without "weight".
+        "nested.pt": (saved({"a": [[{"b": torch.ones(2, 3, 4)}]]}), 65,
+                      "not a tensor", "has no 'weight' or 'proj.weight'"),
+        "absurd_numel.pt": (forged(_Tensor(_Storage(2 ** 40), (big, big),
+                                           (big, 1))),
+                            65, "storage 0 holds 16 bytes"),
+        "absurd_size.pt": (forged(_Tensor(_Storage(4), (big, big, big),
+                                          (1, 1, 1))),
+                           65, "out of bounds for storage"),
+        "negative_numel.pt": (forged(_Tensor(_Storage(-4), (2, 2), (2, 1))),
+                              65, "impossible size"),
+        "absurd_shape.safetensors": (
+            safetensors({}, {"x": {"dtype": "F32", "shape": [big, big, 4],
+                                   "data_offsets": [0, 16]}}) + b"\0" * 16,
+            65, "overflows"),
+        "offsets_past_end.safetensors": (
+            safetensors({}, {"x": {"dtype": "F32", "shape": [2, 3, 4],
+                                   "data_offsets": [0, 96]}}) + b"\0" * 16,
+            65, "outside the 16 data bytes"),
+        "truncated_header.safetensors": (
+            safetensors({"x": torch.ones(2, 3, 4)})[:40], 65,
+            "exceeds the 32 bytes after it"),
+        "int_dtype.safetensors": (
+            safetensors({}, {"x": {"dtype": "I64", "shape": [2],
+                                   "data_offsets": [0, 16]}}) + b"\0" * 16,
+            65, "only F32, F16, BF16 and F64"),
+    }
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def main():
+    torch.manual_seed(0)
+    expected = {}
+    for name, (data, code, *messages) in sorted(bad_files().items()):
+        write(os.path.join(HERE, name), data)
+        expected[name] = {"exit_code": code, "message": messages[0]}
+        if len(messages) > 1:
+            expected[name]["weights_message"] = messages[1]
+    with open(os.path.join(HERE, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4)
+    sd = torch.nn.Linear(8, 5).state_dict()
+    pt = {"tensor.pt": saved(x), "dict.pt": saved({"a": x, "b": x[:, :1]}),
+          "list.pt": saved([x, x.half()]), "state_dict.pt": saved(sd),
+          "bf16.pt": saved(x.bfloat16())}
+    st = {"x.safetensors": safetensors({"x": x}),
+          "weights.safetensors": safetensors(
+              {"weight": sd["weight"], "bias": sd["bias"].double()},
+              {"__metadata__": {"format": "pt"}})}
+    for name, data in pt.items():
+        write(os.path.join(FUZZ, "fuzz_torch_save", name), data)
+        write(os.path.join(FUZZ, "fuzz_tensor_file", name), data)
+    # A TorchScript container (libtorch's own loader reads it).
+    holder = torch.nn.Module()
+    holder.register_buffer("x", x)
+    ts = io.BytesIO()
+    torch.jit.save(torch.jit.script(holder), ts)
+    write(os.path.join(FUZZ, "fuzz_tensor_file", "torchscript.pt"),
+          ts.getvalue())
+    for name, data in st.items():
+        write(os.path.join(FUZZ, "fuzz_safetensors_header", name), data)
+        write(os.path.join(FUZZ, "fuzz_tensor_file", name), data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""fgl_infer on files it must refuse, and on safetensors files (the format
+for untrusted inputs). The checked-in corpus tests/corpus/ (made by
+tests/corpus/make_corpus.py, expected.json says each file's exit code and
+message) is run as --input and as --weights; what cannot be checked in (a
+directory, a FIFO, an unreadable file, a file over --max-input-bytes, a
+TorchScript module without tensors) is made here. Every refusal: the
+documented exit code, an error and a hint, no output file, no crash."""
+import json
+import os
+import struct
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_fgl_infer import (CHECK_FAILED, DATAERR, NOINPUT, OK, USAGE,
+                            assert_error, assert_matches, linear_state_dict,
+                            load, reference, run)
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`torch.jit.*deprecated:DeprecationWarning")
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+EXPECTED = json.loads((CORPUS / "expected.json").read_text())
+SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float16: "F16",
+                      torch.bfloat16: "BF16", torch.float64: "F64"}
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """What the safetensors package writes: 8-byte little-endian header
+    length, a JSON header, the tensors' bytes in order."""
+    header, data = {}, b""
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, t in tensors.items():
+        raw = t.contiguous().view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": SAFETENSORS_DTYPES[t.dtype],
+                        "shape": list(t.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    Path(path).write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+@pytest.fixture
+def good(tmp_path):
+    x = torch.randn(4, 6, 8)
+    sd = linear_state_dict(4, 8, 5)
+    torch.save(x, tmp_path / "x.pt")
+    torch.save(sd, tmp_path / "w.pt")
+    return tmp_path / "x.pt", tmp_path / "w.pt"
+
+
+@pytest.mark.parametrize("role", ["input", "weights"])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_of_bad_files(tmp_path, good, name, role):
+    x, w = good
+    bad = CORPUS / name
+    args = (["--input", bad, "--weights", w] if role == "input"
+            else ["--input", x, "--weights", bad])
+    result = run(*args, "--output", tmp_path / "y.pt")
+    expected = EXPECTED[name]
+    message = expected["message"]
+    if role == "weights":
+        message = expected.get("weights_message", message.replace(
+            "cannot read input", "cannot read weights"))
+    assert_error(result, expected["exit_code"], message, tmp_path=tmp_path)
+
+
+def test_directory(tmp_path, good):
+    (tmp_path / "dir.safetensors").mkdir()
+    result = run("--input", good[0], "--weights", tmp_path / "dir.safetensors",
+                 "--output", tmp_path / "y.pt")
+    assert_error(result, NOINPUT, "is a directory", tmp_path=tmp_path)
+
+
+def test_fifo_is_refused_without_blocking(tmp_path, good):
+    os.mkfifo(tmp_path / "pipe.pt")
+    result = run("--input", tmp_path / "pipe.pt", "--weights", good[1],
+                 "--output", tmp_path / "y.pt")
+    assert_error(result, NOINPUT, "is not a regular file", tmp_path=tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() == 0,
+                    reason="root reads files whatever their permissions")
+def test_unreadable_file(tmp_path, good):
+    (tmp_path / "x.pt").chmod(0)
+    result = run("--input", good[0], "--weights", good[1],
+                 "--output", tmp_path / "y.pt")
+    assert_error(result, NOINPUT, "is not readable", tmp_path=tmp_path)
+
+
+def test_file_over_the_size_cap(tmp_path, good):
+    size = good[0].stat().st_size
+    result = run("--input", good[0], "--weights", good[1],
+                 "--max-input-bytes", size - 1, "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, f"has {size} bytes, more than the limit of "
+                 f"{size - 1}", "--max-input-bytes", tmp_path=tmp_path)
+    assert run("--input", good[0], "--weights", good[1],
+               "--max-input-bytes", size * 4).returncode == OK
+    assert_error(run("--max-input-bytes", 0), USAGE, "must be > 0")
+
+
+def test_torchscript_module_without_tensors(tmp_path, good):
+    torch.jit.save(torch.jit.script(torch.nn.Module()), tmp_path / "ts.pt")
+    result = run("--input", tmp_path / "ts.pt", "--weights", good[1],
+                 "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "holds no tensors", tmp_path=tmp_path)
+
+
+# -------------------------------------------------------------- safetensors
+
+@pytest.mark.parametrize("dtype", list(SAFETENSORS_DTYPES))
+def test_safetensors_input_and_weights(tmp_path, dtype):
+    xs = {"a": torch.randn(3, 5, 8), "b": torch.randn(3, 2, 8)}
+    sd = linear_state_dict(3, 8, 7)
+    write_safetensors(tmp_path / "x.safetensors",
+                      {k: v.to(dtype) for k, v in xs.items()})
+    write_safetensors(tmp_path / "w.safetensors",
+                      {k: v.to(dtype) for k, v in sd.items()},
+                      metadata={"format": "pt"})
+    result = run("--input", tmp_path / "x.safetensors", "--weights",
+                 tmp_path / "w.safetensors", "--output", tmp_path / "y.pt",
+                 "--json")
+    assert result.returncode == OK, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["input_format"] == "safetensors"
+    out = load(tmp_path / "y.pt")
+    assert list(out) == ["a", "b"]  # file order, dict layout
+    for name, x in xs.items():
+        ref = reference(x.to(dtype), sd["weight"].to(dtype),
+                        sd["bias"].to(dtype))
+        assert_matches(out[name], ref, dtype)
+
+
+def test_safetensors_weights_with_a_prefix(tmp_path, good):
+    sd = linear_state_dict(4, 8, 5)
+    write_safetensors(tmp_path / "ckpt.safetensors",
+                      {"encoder.out_proj.weight": sd["weight"],
+                       "encoder.out_proj.bias": sd["bias"],
+                       "encoder.other": torch.ones(3)})
+    result = run("--input", good[0], "--weights",
+                 tmp_path / "ckpt.safetensors", "--weights-prefix",
+                 "encoder.out_proj", "--output", tmp_path / "y.pt")
+    assert result.returncode == OK, result.stderr
+    x = torch.load(good[0])
+    assert_matches(load(tmp_path / "y.pt"),
+                   reference(x, sd["weight"], sd["bias"]))
+
+
+def test_damaged_safetensors_never_crash(tmp_path, good):
+    """Random truncations and byte flips of a safetensors file: a clean
+    refusal or a normal run, never a signal or an internal error."""
+    import random
+    rng = random.Random(99)
+    write_safetensors(tmp_path / "x.safetensors", {"x": torch.randn(4, 6, 8)})
+    base = (tmp_path / "x.safetensors").read_bytes()
+    for _ in range(16):
+        data = bytearray(base)
+        if rng.random() < 0.5:
+            data = data[:rng.randrange(len(data))]
+        else:
+            for _ in range(rng.randint(1, 6)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        (tmp_path / "bad.safetensors").write_bytes(bytes(data))
+        result = run("--input", tmp_path / "bad.safetensors", "--weights",
+                     good[1], "--json")
+        assert result.returncode in (OK, CHECK_FAILED, DATAERR), result.stderr
+        json.loads(result.stdout)
