@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang) into $FGL_FUZZ_BUILD_DIR
 # (default build-fuzz/) and runs each for FGL_FUZZ_SECONDS (default 20) from
-# its seed corpus in tests/fuzz_corpus/. A crash fails the run and leaves its
+# its seed corpus in tests/fuzz_corpus/ (fixed seed and run count: see
+# fuzz/CMakeLists.txt). A crash fails the run and leaves its
 # input as crash-* in the build directory.
 set -euo pipefail
 "$(dirname "${BASH_SOURCE[0]}")/setup.sh" --fuzz
