@@ -15,8 +15,8 @@ if [ "${1:-}" = "--fuzz" ]; then
 fi
 missing_debian=()
 for pkg in "${debian_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" \
-    || missing_debian+=("$pkg")
+  status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
+  [[ "$status" == *"ok installed" ]] || missing_debian+=("$pkg")
 done
 if [ ${#missing_debian[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing_debian[*]}"

@@ -23,9 +23,11 @@ done
 echo "== installed fgl_infer, clean environment"
 env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$torch_lib" \
   "$stage/bin/fgl_infer" --device cpu
-env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$torch_lib" \
-  ldd "$stage/bin/fgl_infer" | grep -qE "libfgl_ops.so => $stage/(bin/\.\./)?lib/" \
-  || { echo "fgl_infer does not load the staged libfgl_ops.so" >&2; exit 1; }
+# ldd's output is kept whole before matching: `ldd | grep -q` stops reading at
+# the first match, and under pipefail ldd's SIGPIPE would fail the check.
+deps="$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$torch_lib" ldd "$stage/bin/fgl_infer")"
+grep -qE "libfgl_ops.so => $stage/(bin/\.\./)?lib/" <<<"$deps" \
+  || { echo "fgl_infer does not load the staged libfgl_ops.so:" >&2; echo "$deps" >&2; exit 1; }
 
 echo "== consumer project: find_package(fgl)"
 cmake -S "$here/consumer" -B "$work/consumer" \
