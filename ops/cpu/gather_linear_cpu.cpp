@@ -11,13 +11,12 @@
 namespace fgl {
 namespace {
 
-at::Tensor& gather_linear_out_cpu(const at::Tensor& x, const at::Tensor& weight,
-                                  const std::optional<at::Tensor>& bias,
-                                  at::Tensor& out) {
-  const auto s = detail::check_gather_linear_inputs(x, weight, bias);
-  detail::check_gather_linear_out(out, x, weight, bias, s);
+// Computes into `out` ([B, K], checked).
+void run(const at::Tensor& x, const at::Tensor& weight,
+         const std::optional<at::Tensor>& bias,
+         const detail::GatherLinearSizes& s, at::Tensor& out) {
   if (out.numel() == 0) {
-    return out;
+    return;
   }
   // Half types accumulate in float32 across slices: summing R partial
   // products in bf16 would round R times.
@@ -42,6 +41,14 @@ at::Tensor& gather_linear_out_cpu(const at::Tensor& x, const at::Tensor& weight,
   if (reduced) {
     out.copy_(acc);
   }
+}
+
+at::Tensor& gather_linear_out_cpu(const at::Tensor& x, const at::Tensor& weight,
+                                  const std::optional<at::Tensor>& bias,
+                                  at::Tensor& out) {
+  const auto s = detail::check_gather_linear_inputs(x, weight, bias);
+  detail::check_gather_linear_out(out, x, weight, bias, s);
+  run(x, weight, bias, s, out);
   return out;
 }
 
@@ -49,7 +56,8 @@ at::Tensor gather_linear_cpu(const at::Tensor& x, const at::Tensor& weight,
                              const std::optional<at::Tensor>& bias) {
   const auto s = detail::check_gather_linear_inputs(x, weight, bias);
   at::Tensor out = at::empty({s.B, s.K}, x.options());
-  return gather_linear_out_cpu(x, weight, bias, out);
+  run(x, weight, bias, s, out);
+  return out;
 }
 
 }  // namespace
