@@ -96,6 +96,37 @@ def declaring_4gb(data):
     return bytes(data)
 
 
+def to_zip64(data):
+    """The same archive in its zip64 form, as writers emit it past 4 GiB or
+    65535 records: every central-directory entry moves its sizes and offset
+    into a zip64 extra field (0xffffffff left in the 32-bit slots), and a
+    zip64 end record and its locator precede an end record of 0xffff...
+    markers. Records and their data stay where they were."""
+    end = data.rindex(b"PK\x05\x06")
+    entries, cd_size, cd_offset = struct.unpack_from("<HII", data, end + 10)
+    directory, at = b"", cd_offset
+    for _ in range(entries):
+        fixed = bytearray(data[at:at + 46])
+        compressed, uncompressed = struct.unpack_from("<II", fixed, 20)
+        name, extra, comment = struct.unpack_from("<HHH", fixed, 28)
+        offset, = struct.unpack_from("<I", fixed, 42)
+        rest = data[at + 46:at + 46 + name + extra + comment]
+        zip64 = struct.pack("<HHQQQ", 1, 24, uncompressed, compressed, offset)
+        struct.pack_into("<II", fixed, 20, 0xFFFFFFFF, 0xFFFFFFFF)
+        struct.pack_into("<H", fixed, 30, extra + len(zip64))
+        struct.pack_into("<I", fixed, 42, 0xFFFFFFFF)
+        directory += (bytes(fixed) + rest[:name] + zip64 +
+                      rest[name:name + extra] + rest[name + extra:])
+        at += 46 + name + extra + comment
+    end64_at = cd_offset + len(directory)
+    end64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, entries,
+                        entries, len(directory), cd_offset)
+    locator = struct.pack("<IIQI", 0x07064B50, 0, end64_at, 1)
+    end_record = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF,
+                             0xFFFFFFFF, 0xFFFFFFFF, 0)
+    return data[:cd_offset] + directory + end64 + locator + end_record
+
+
 def bad_files():
     """name -> (bytes, exit code, message fragment[, as weights])."""
     rng = random.Random(7)
@@ -166,7 +197,7 @@ def main():
     sd = torch.nn.Linear(8, 5).state_dict()
     pt = {"tensor.pt": saved(x), "dict.pt": saved({"a": x, "b": x[:, :1]}),
           "list.pt": saved([x, x.half()]), "state_dict.pt": saved(sd),
-          "bf16.pt": saved(x.bfloat16())}
+          "bf16.pt": saved(x.bfloat16()), "zip64.pt": to_zip64(saved(x))}
     st = {"x.safetensors": safetensors({"x": x}),
           "weights.safetensors": safetensors(
               {"weight": sd["weight"], "bias": sd["bias"].double()},

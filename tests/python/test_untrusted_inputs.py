@@ -8,6 +8,7 @@ documented exit code, an error and a hint, no output file, no crash."""
 import json
 import os
 import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:`torch.jit.*deprecated:DeprecationWarning")
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+sys.path.insert(0, str(CORPUS))
+from make_corpus import to_zip64  # noqa: E402
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
 SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float16: "F16",
                       torch.bfloat16: "BF16", torch.float64: "F64"}
@@ -106,6 +109,50 @@ def test_torchscript_module_without_tensors(tmp_path, good):
     result = run("--input", tmp_path / "ts.pt", "--weights", good[1],
                  "--output", tmp_path / "y.pt")
     assert_error(result, DATAERR, "holds no tensors", tmp_path=tmp_path)
+
+
+# -------------------------------------------------------------------- zip64
+
+def test_zip64_archives_are_read(tmp_path, good):
+    x, w = good
+    for path in (x, w):
+        zip64 = tmp_path / ("zip64_" + path.name)
+        zip64.write_bytes(to_zip64(path.read_bytes()))
+        # Both of PyTorch's readers take it: the rewrite is a valid archive.
+        assert str(torch.load(zip64)) == str(torch.load(path))
+    result = run("--input", tmp_path / "zip64_x.pt", "--weights",
+                 tmp_path / "zip64_w.pt", "--output", tmp_path / "y.pt")
+    assert result.returncode == OK, result.stderr
+    sd = torch.load(w)
+    assert_matches(load(tmp_path / "y.pt"),
+                   reference(torch.load(x), sd["weight"], sd["bias"]))
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("locator", "a zip64 archive without its locator"),
+    ("end64_offset", "points past the end of the file"),
+    ("end64_signature", "a zip64 archive without its end record"),
+    ("entry_offset", "declares"),
+])
+def test_damaged_zip64_archives_are_refused(tmp_path, good, damage, message):
+    data = bytearray(to_zip64(good[0].read_bytes()))
+    locator = len(data) - 22 - 20
+    end64 = struct.unpack_from("<Q", data, locator + 8)[0]
+    if damage == "locator":
+        data[locator:locator + 4] = b"PK\x00\x00"
+    elif damage == "end64_offset":
+        struct.pack_into("<Q", data, locator + 8, len(data))
+    elif damage == "end64_signature":
+        data[end64:end64 + 4] = b"PK\x00\x00"
+    else:  # the first entry's zip64 offset, past the end of the file
+        cd_offset = struct.unpack_from("<Q", data, end64 + 48)[0]
+        name = struct.unpack_from("<H", data, cd_offset + 28)[0]
+        struct.pack_into("<Q", data, cd_offset + 46 + name + 4 + 16,
+                         len(data) * 2)
+    (tmp_path / "bad.pt").write_bytes(bytes(data))
+    result = run("--input", tmp_path / "bad.pt", "--weights", good[1],
+                 "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, message, tmp_path=tmp_path)
 
 
 # -------------------------------------------------------------- safetensors
