@@ -1,12 +1,14 @@
-// CPU kernel of fgl::gather_linear: one BLAS GEMM per gathered slice,
-// accumulated into the output, so the [B, R*H] concat never exists:
+// CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists: where
+// x's strides make it a view (gathered_view.h) one BLAS GEMM reads it in
+// place; otherwise one GEMM per gathered slice accumulates into the output,
 //   out = bias + sum_r x[r] @ weight[:, r*H:(r+1)*H]^T
-// x[r] and the weight column block are strided views; BLAS reads them in
+// with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
 #include "gather_linear_checks.h"
+#include "gathered_view.h"
 
 namespace fgl {
 namespace {
@@ -18,12 +20,23 @@ void run(const at::Tensor& x, const at::Tensor& weight,
   if (out.numel() == 0) {
     return;
   }
+  const bool has_bias = bias.has_value() && bias->defined();
+  const auto gathered = s.R * s.H > 0 ? detail::gathered_view(x) : std::nullopt;
+  if (gathered.has_value()) {
+    // One GEMM; half types accumulate in float32 inside it and round once.
+    if (has_bias) {
+      at::addmm_out(out, *bias, *gathered, weight.t());
+    } else {
+      at::mm_out(out, *gathered, weight.t());
+    }
+    return;
+  }
   // Half types accumulate in float32 across slices: summing R partial
   // products in bf16 would round R times.
   const bool reduced = at::isReducedFloatingType(x.scalar_type());
   at::Tensor acc =
       reduced ? at::empty({s.B, s.K}, x.options().dtype(at::kFloat)) : out;
-  if (bias.has_value() && bias->defined()) {
+  if (has_bias) {
     acc.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
   } else {
     acc.zero_();

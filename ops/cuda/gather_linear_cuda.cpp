@@ -16,6 +16,7 @@
 
 #include "gather_linear_checks.h"
 #include "gather_linear_kernel.h"
+#include "gathered_view.h"
 #include "kernel_choice.h"
 
 namespace fgl {
@@ -74,11 +75,14 @@ bool fused_only() {
 }
 
 // The reference path's own route, for the problems where no fused kernel has
-// beaten it yet (kernel_choice.h): the gathered copy and one cuBLAS GEMM with
-// the bias in its epilogue, which also honours the TF32 settings.
+// beaten it yet (kernel_choice.h): one cuBLAS GEMM with the bias in its
+// epilogue (which also honours the TF32 settings) over the gathered x, a
+// view where x's strides allow one and the reference's `cat` otherwise.
 void gathered_cublas(const at::Tensor& x, const at::Tensor& weight,
                      const std::optional<at::Tensor>& bias, at::Tensor& out) {
-  const at::Tensor gathered = at::cat(x.unbind(0), -1);  // [B, R*H]
+  const auto view = detail::gathered_view(x);
+  const at::Tensor gathered =
+      view.has_value() ? *view : at::cat(x.unbind(0), -1);  // [B, R*H]
   if (bias.has_value() && bias->defined()) {
     at::addmm_out(out, *bias, gathered, weight.t());
   } else {
