@@ -1,17 +1,41 @@
 // CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists: where
 // x's strides make it a view (gathered_view.h) one BLAS GEMM reads it in
-// place; otherwise one GEMM per gathered slice accumulates into the output,
+// place; bfloat16 on AVX512-BF16 CPUs takes a kernel that reads x through
+// its strides (bf16_dot_kernel.h); otherwise one GEMM per gathered slice
+// accumulates into the output,
 //   out = bias + sum_r x[r] @ weight[:, r*H:(r+1)*H]^T
 // with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "cpu/bf16_dot_kernel.h"
 #include "gather_linear_checks.h"
 #include "gathered_view.h"
 
 namespace fgl {
 namespace {
+
+cpu::Bf16Problem bf16_problem(const at::Tensor& x, const at::Tensor& weight,
+                              const std::optional<at::Tensor>& bias,
+                              const detail::GatherLinearSizes& s,
+                              at::Tensor& out) {
+  const bool has_bias = bias.has_value() && bias->defined();
+  return {x.const_data_ptr<at::BFloat16>(),
+          weight.const_data_ptr<at::BFloat16>(),
+          has_bias ? bias->const_data_ptr<at::BFloat16>() : nullptr,
+          out.mutable_data_ptr<at::BFloat16>(),
+          s.R,
+          s.B,
+          s.H,
+          s.K,
+          x.stride(0),
+          x.stride(1),
+          weight.stride(0),
+          has_bias ? bias->stride(0) : 0,
+          out.stride(0),
+          out.stride(1)};
+}
 
 // Computes into `out` ([B, K], checked).
 void run(const at::Tensor& x, const at::Tensor& weight,
@@ -29,6 +53,11 @@ void run(const at::Tensor& x, const at::Tensor& weight,
     } else {
       at::mm_out(out, *gathered, weight.t());
     }
+    return;
+  }
+  if (x.scalar_type() == at::kBFloat16 && cpu::has_avx512_bf16() &&
+      x.stride(2) == 1 && weight.stride(1) == 1) {
+    cpu::bf16_dot_gather_linear(bf16_problem(x, weight, bias, s, out));
     return;
   }
   // Half types accumulate in float32 across slices: summing R partial
