@@ -1,30 +1,31 @@
 // CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists: where
 // x's strides make it a view (gathered_view.h) one BLAS GEMM reads it in
-// place; bfloat16 on AVX512-BF16 CPUs takes a kernel that reads x through
-// its strides (bf16_dot_kernel.h); otherwise one GEMM per gathered slice
-// accumulates into the output,
+// place; float32 and bfloat16 on AVX-512 (BF16) CPUs take a kernel that
+// reads x through its strides (avx512_dot_kernel.h); otherwise one GEMM per
+// gathered slice accumulates into the output,
 //   out = bias + sum_r x[r] @ weight[:, r*H:(r+1)*H]^T
 // with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "cpu/bf16_dot_kernel.h"
+#include "cpu/avx512_dot_kernel.h"
 #include "gather_linear_checks.h"
 #include "gathered_view.h"
 
 namespace fgl {
 namespace {
 
-cpu::Bf16Problem bf16_problem(const at::Tensor& x, const at::Tensor& weight,
-                              const std::optional<at::Tensor>& bias,
-                              const detail::GatherLinearSizes& s,
-                              at::Tensor& out) {
+template <typename T>
+cpu::DotProblem<T> dot_problem(const at::Tensor& x, const at::Tensor& weight,
+                               const std::optional<at::Tensor>& bias,
+                               const detail::GatherLinearSizes& s,
+                               at::Tensor& out) {
   const bool has_bias = bias.has_value() && bias->defined();
-  return {x.const_data_ptr<at::BFloat16>(),
-          weight.const_data_ptr<at::BFloat16>(),
-          has_bias ? bias->const_data_ptr<at::BFloat16>() : nullptr,
-          out.mutable_data_ptr<at::BFloat16>(),
+  return {x.const_data_ptr<T>(),
+          weight.const_data_ptr<T>(),
+          has_bias ? bias->const_data_ptr<T>() : nullptr,
+          out.mutable_data_ptr<T>(),
           s.R,
           s.B,
           s.H,
@@ -55,9 +56,16 @@ void run(const at::Tensor& x, const at::Tensor& weight,
     }
     return;
   }
-  if (x.scalar_type() == at::kBFloat16 && cpu::has_avx512_bf16() &&
-      x.stride(2) == 1 && weight.stride(1) == 1) {
-    cpu::bf16_dot_gather_linear(bf16_problem(x, weight, bias, s, out));
+  const auto dtype = x.scalar_type();
+  if ((dtype == at::kFloat || dtype == at::kBFloat16) &&
+      cpu::can_run_avx512_dot() && x.stride(2) == 1 && weight.stride(1) == 1) {
+    if (dtype == at::kFloat) {
+      cpu::avx512_dot_gather_linear(
+          dot_problem<float>(x, weight, bias, s, out));
+    } else {
+      cpu::avx512_dot_gather_linear(
+          dot_problem<at::BFloat16>(x, weight, bias, s, out));
+    }
     return;
   }
   // Half types accumulate in float32 across slices: summing R partial

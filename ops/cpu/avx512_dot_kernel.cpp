@@ -1,0 +1,180 @@
+#include "cpu/avx512_dot_kernel.h"
+
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+
+// Only this file's kernels use AVX-512; they run after a runtime check, so the
+// library itself still loads on any x86-64 CPU.
+#define FGL_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+namespace fgl::cpu {
+namespace {
+
+// The AVX-512 operations on one element type: a vector of kValues inputs,
+// and madd, which adds their products with another vector to 16 float32
+// lanes.
+template <typename T>
+struct Lanes;
+
+template <>
+struct Lanes<float> {
+  using Vec = __m512;
+  using Mask = __mmask16;
+  static constexpr int kValues = 16;
+  FGL_AVX512 static Vec load(const float* p) { return _mm512_loadu_ps(p); }
+  FGL_AVX512 static Vec load(const float* p, Mask m) {
+    return _mm512_maskz_loadu_ps(m, p);
+  }
+  FGL_AVX512 static __m512 madd(__m512 acc, Vec a, Vec b) {
+    return _mm512_fmadd_ps(a, b, acc);
+  }
+};
+
+template <>
+struct Lanes<c10::BFloat16> {
+  using Vec = __m512bh;  // 16 pairs
+  using Mask = __mmask32;
+  static constexpr int kValues = 32;
+  FGL_AVX512 static Vec load(const c10::BFloat16* p) {
+    return (__m512bh)_mm512_loadu_si512(p);  // same bits, bf16 lanes
+  }
+  FGL_AVX512 static Vec load(const c10::BFloat16* p, Mask m) {
+    return (__m512bh)_mm512_maskz_loadu_epi16(m, p);
+  }
+  FGL_AVX512 static __m512 madd(__m512 acc, Vec a, Vec b) {
+    return _mm512_dpbf16_ps(acc, a, b);
+  }
+};
+
+constexpr int kTile = 4;  // output features and rows of B per tile
+
+// A tree of vector adds: the 16 sums of a tile are independent, so they
+// overlap, where a scalar loop over the lanes cost more than the dot
+// products themselves whenever R*H is under ~2K. Vector-extension shuffles
+// rather than _mm512_reduce_add_ps and friends, whose GCC 12 versions warn
+// (-Wuninitialized) wherever they are inlined.
+FGL_AVX512 inline float sum_lanes(__m512 v) {
+  v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3,
+                               4, 5, 6, 7);
+  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8,
+                               9, 10, 11);
+  v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14,
+                               15, 12, 13);
+  v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13,
+                               12, 15, 14);
+  return v[0];
+}
+
+// out[b0 .. b0+kB, k0 .. k0+kK]: kK x kB float32 vector accumulators, each
+// the dot product of one weight row and one gathered x row, kept in 16
+// lanes until the end. Whole vectors first, then the h tails of all slices
+// in a loop of their own with masked loads (zeros add nothing): masked loads
+// in the main loop, or any branch there, made GCC keep the accumulators in
+// memory and the kernel 2x slower.
+template <typename T, int kK, int kB>
+FGL_AVX512 void tile(const DotProblem<T>& p, int64_t k0, int64_t b0) {
+  using L = Lanes<T>;
+  __m512 acc[kK][kB];
+  for (int i = 0; i < kK; ++i) {
+    for (int j = 0; j < kB; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
+  const T* weight = p.weight + k0 * p.weight_stride_k;
+  const T* x = p.x + b0 * p.x_stride_b;
+  const int64_t whole = p.H - p.H % L::kValues;
+  for (int64_t r = 0; r < p.R; ++r) {
+    const T* w_r = weight + r * p.H;
+    const T* x_r = x + r * p.x_stride_r;
+    for (int64_t h = 0; h < whole; h += L::kValues) {
+      typename L::Vec wv[kK], xv[kB];
+      for (int i = 0; i < kK; ++i)
+        wv[i] = L::load(w_r + i * p.weight_stride_k + h);
+      for (int j = 0; j < kB; ++j) xv[j] = L::load(x_r + j * p.x_stride_b + h);
+      for (int i = 0; i < kK; ++i) {
+        for (int j = 0; j < kB; ++j)
+          acc[i][j] = L::madd(acc[i][j], wv[i], xv[j]);
+      }
+    }
+  }
+  if (whole < p.H) {
+    const auto m =
+        static_cast<typename L::Mask>((uint64_t{1} << (p.H - whole)) - 1);
+    for (int64_t r = 0; r < p.R; ++r) {
+      const T* w_r = weight + r * p.H + whole;
+      const T* x_r = x + r * p.x_stride_r + whole;
+      typename L::Vec wv[kK], xv[kB];
+      for (int i = 0; i < kK; ++i)
+        wv[i] = L::load(w_r + i * p.weight_stride_k, m);
+      for (int j = 0; j < kB; ++j) xv[j] = L::load(x_r + j * p.x_stride_b, m);
+      for (int i = 0; i < kK; ++i) {
+        for (int j = 0; j < kB; ++j)
+          acc[i][j] = L::madd(acc[i][j], wv[i], xv[j]);
+      }
+    }
+  }
+  for (int i = 0; i < kK; ++i) {
+    const float bias =
+        p.bias != nullptr ? static_cast<float>(p.bias[(k0 + i) * p.bias_stride])
+                          : 0.0f;
+    for (int j = 0; j < kB; ++j) {
+      p.out[(b0 + j) * p.out_stride_b + (k0 + i) * p.out_stride_k] =
+          static_cast<T>(sum_lanes(acc[i][j]) + bias);
+    }
+  }
+}
+
+template <typename T>
+using TileFn = void (*)(const DotProblem<T>&, int64_t, int64_t);
+
+template <typename T, int kK>
+constexpr std::array<TileFn<T>, kTile> tiles_of() {
+  return {&tile<T, kK, 1>, &tile<T, kK, 2>, &tile<T, kK, 3>, &tile<T, kK, 4>};
+}
+// kTiles<T>[kK - 1][kB - 1]: the full tile and every tail shape.
+template <typename T>
+constexpr std::array<std::array<TileFn<T>, kTile>, kTile> kTiles = {
+    tiles_of<T, 1>(), tiles_of<T, 2>(), tiles_of<T, 3>(), tiles_of<T, 4>()};
+
+}  // namespace
+
+bool can_run_avx512_dot() {
+  static const bool value = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bf16");
+  }();
+  return value;
+}
+
+template <typename T>
+void avx512_dot_gather_linear(const DotProblem<T>& p) {
+  const int64_t k_tiles = (p.K + kTile - 1) / kTile;
+  // Tasks of at least ~64K multiply-adds, so small problems run inline
+  // rather than paying for a thread fork.
+  const int64_t macs_per_k_tile = std::max<int64_t>(1, kTile * p.B * p.R * p.H);
+  const int64_t grain =
+      std::max<int64_t>(1, (int64_t{1} << 16) / macs_per_k_tile);
+  // A weight tile (4 rows of R*H) stays in L1 while every row tile of x
+  // streams past it; threads own disjoint output features.
+  at::parallel_for(0, k_tiles, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t kt = begin; kt < end; ++kt) {
+      const int64_t k0 = kt * kTile;
+      const int kK = static_cast<int>(std::min<int64_t>(kTile, p.K - k0));
+      for (int64_t b0 = 0; b0 < p.B; b0 += kTile) {
+        const int kB = static_cast<int>(std::min<int64_t>(kTile, p.B - b0));
+        kTiles<T>[kK - 1][kB - 1](p, k0, b0);
+      }
+    }
+  });
+}
+
+template void avx512_dot_gather_linear<float>(const DotProblem<float>&);
+template void avx512_dot_gather_linear<c10::BFloat16>(
+    const DotProblem<c10::BFloat16>&);
+
+}  // namespace fgl::cpu

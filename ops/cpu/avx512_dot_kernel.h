@@ -1,0 +1,40 @@
+// An AVX-512 CPU kernel of fgl::gather_linear for float32 and bfloat16: each
+// output is a dot product of one weight row with one gathered row of x,
+// read in place through x's strides and accumulated in float32 lanes
+// (vfmadd for float32; vdpbf16ps, which multiplies bf16 pairs into float32,
+// for bfloat16). One call does the whole problem: no per-slice GEMM passes
+// over the output, and for bfloat16 no float32 copy of the weight, each
+// output rounded to bfloat16 once, as in the reference GEMM.
+#pragma once
+
+#include <c10/util/BFloat16.h>
+
+#include <cstdint>
+
+namespace fgl::cpu {
+
+/// One problem; sizes and strides in elements. x and the weight must be
+/// contiguous along h and c (x_stride_h == weight_stride_c == 1).
+template <typename T>
+struct DotProblem {
+  const T* x;       // [R, B, H]
+  const T* weight;  // [K, R*H]
+  const T* bias;    // [K], or nullptr
+  T* out;           // [B, K]
+  int64_t R, B, H, K;
+  int64_t x_stride_r, x_stride_b;
+  int64_t weight_stride_k;
+  int64_t bias_stride;
+  int64_t out_stride_b, out_stride_k;
+};
+
+/// Whether this CPU (and OS) runs avx512_dot_gather_linear: AVX-512 with
+/// its BF16 extension (one build of the kernels serves both types).
+bool can_run_avx512_dot();
+
+/// Computes p.out, parallel over blocks of output features. T is float or
+/// c10::BFloat16. Requires can_run_avx512_dot(), B > 0, K > 0.
+template <typename T>
+void avx512_dot_gather_linear(const DotProblem<T>& p);
+
+}  // namespace fgl::cpu
