@@ -15,7 +15,8 @@ RouteQuery query(int64_t R, int64_t B, int64_t H, int64_t K,
           K,
           element_bytes,
           /*streamable=*/true,
-          /*fused_only=*/false};
+          /*fused_only=*/false,
+          kMeasuredComputeCapability};
 }
 
 TEST(KernelChoice, Float32StreamsLargeWeightsForFewRows) {
@@ -41,6 +42,16 @@ TEST(KernelChoice, EverythingMeasuredSlowerTakesCatAndCublas) {
   RouteQuery strided = query(32, 16, 128, 4096, 4);
   strided.streamable = false;
   EXPECT_EQ(choose_route(strided), Route::kGatheredCublas);
+}
+
+TEST(KernelChoice, OtherArchitecturesTakeCublasUntilMeasured) {
+  for (const int cc : {75, 80, 86, 89, 100, 120}) {
+    RouteQuery q = query(32, 16, 128, 4096, 4);
+    q.compute_capability = cc;
+    EXPECT_EQ(choose_route(q), Route::kGatheredCublas) << cc;
+    q.fused_only = true;
+    EXPECT_EQ(choose_route(q), Route::kStreaming) << cc;
+  }
 }
 
 TEST(KernelChoice, FusedOnlyNeverLeavesTheFusedKernels) {

@@ -108,6 +108,8 @@ void run(const at::Tensor& x, const at::Tensor& weight,
     return;
   }
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const cudaDeviceProp* props = at::cuda::getCurrentDeviceProperties();
+  const int compute_capability = 10 * props->major + props->minor;
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cuda", [&] {
         const auto p = make_params<scalar_t>(x, weight, bias, out, s);
@@ -117,7 +119,8 @@ void run(const at::Tensor& x, const at::Tensor& weight,
                                      s.K,
                                      static_cast<int>(sizeof(scalar_t)),
                                      cuda::can_stream(p),
-                                     fused_only()};
+                                     fused_only(),
+                                     compute_capability};
         switch (cuda::choose_route(query)) {
           case cuda::Route::kStreaming:
             cuda::launch_streaming(p, stream);

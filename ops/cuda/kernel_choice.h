@@ -26,16 +26,23 @@ constexpr int64_t kMaxStreamingRows = 16;
 /// where cuBLAS streams at 0.7 TB/s, crosses lower.
 constexpr int64_t kMinStreamingWeightBytes = int64_t{16} << 20;
 
+/// The architecture the routing was measured on: the H200 (sm_90).
+constexpr int kMeasuredComputeCapability = 90;
+
 struct RouteQuery {
   int64_t R, B, H, K;
-  int element_bytes;  // 2 (float16, bfloat16), 4 (float32) or 8 (float64)
-  bool streamable;    // x and weight in the streaming kernels' 16-byte layout
-  bool fused_only;    // FGL_CUDA_FUSED_ONLY=1: never leave the fused kernels
+  int element_bytes;       // 2 (float16, bfloat16), 4 (float32), 8 (float64)
+  bool streamable;         // x and weight in the streaming kernels' layout
+  bool fused_only;         // FGL_CUDA_FUSED_ONLY=1: never leave fused kernels
+  int compute_capability;  // 10 * major + minor of the inputs' device
 };
 
 /// Fused kernels run where they were measured faster than cat + cuBLAS and
-/// nowhere else: the half-precision (mma.sync) streaming kernel and the tiled
-/// kernel lost on every H200 problem so far, float64 was never measured.
+/// nowhere else: only on the measured architecture (other GPUs get the
+/// portable cuBLAS route until a benchmark there says otherwise), only the
+/// float32 streaming kernel; the half-precision (mma.sync) streaming kernel
+/// and the tiled kernel lost on every H200 problem so far, float64 was never
+/// measured.
 /// Under fused_only every problem stays on a fused kernel (tests,
 /// compute-sanitizer, benchmarks of the kernels themselves).
 /// Requires R*H > 0, B > 0 and K > 0 (the caller handles empty problems).
@@ -45,8 +52,8 @@ constexpr Route choose_route(const RouteQuery& q) {
     return streaming_shape ? Route::kStreaming : Route::kTiled;
   }
   const int64_t weight_bytes = q.K * q.R * q.H * q.element_bytes;
-  if (streaming_shape && q.element_bytes == 4 &&
-      weight_bytes >= kMinStreamingWeightBytes) {
+  if (q.compute_capability == kMeasuredComputeCapability && streaming_shape &&
+      q.element_bytes == 4 && weight_bytes >= kMinStreamingWeightBytes) {
     return Route::kStreaming;
   }
   return Route::kGatheredCublas;
