@@ -1,5 +1,5 @@
 // The AVX-512 CPU kernel on its own, so that every tile shape (1-4 output
-// features x 1-4 rows) and every h tail runs in both of its types whatever
+// features x 1-4 rows) and every h tail runs in each of its types whatever
 // routing the op applies; skipped on CPUs without AVX-512 BF16.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -26,9 +26,14 @@ at::Tensor run_kernel(const at::Tensor& x, const at::Tensor& weight,
 
 at::Tensor run_kernel(const at::Tensor& x, const at::Tensor& weight,
                       const std::optional<at::Tensor>& bias) {
-  return x.scalar_type() == at::kFloat
-             ? run_kernel<float>(x, weight, bias)
-             : run_kernel<at::BFloat16>(x, weight, bias);
+  switch (x.scalar_type()) {
+    case at::kFloat:
+      return run_kernel<float>(x, weight, bias);
+    case at::kHalf:
+      return run_kernel<at::Half>(x, weight, bias);
+    default:
+      return run_kernel<at::BFloat16>(x, weight, bias);
+  }
 }
 
 class Avx512DotKernel : public ::testing::TestWithParam<at::ScalarType> {
@@ -86,7 +91,8 @@ TEST_P(Avx512DotKernel, NanAndInfPropagate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Avx512DotKernel,
-                         ::testing::Values(at::kFloat, at::kBFloat16),
+                         ::testing::Values(at::kFloat, at::kHalf,
+                                           at::kBFloat16),
                          [](const auto& info) {
                            return std::string(c10::toString(info.param));
                          });

@@ -35,6 +35,27 @@ struct Lanes<float> {
 };
 
 template <>
+struct Lanes<c10::Half> {  // widened to float32 as they load (exact)
+  using Vec = __m512;
+  using Mask = __mmask16;
+  static constexpr int kValues = 16;
+  // The zero-masking form: GCC 12's _mm512_cvtph_ps warns
+  // (-Wmaybe-uninitialized) wherever it is inlined.
+  FGL_AVX512 static Vec widen(__m256i halves) {
+    return _mm512_maskz_cvtph_ps(~__mmask16{0}, halves);
+  }
+  FGL_AVX512 static Vec load(const c10::Half* p) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  FGL_AVX512 static Vec load(const c10::Half* p, Mask m) {
+    return widen(_mm256_maskz_loadu_epi16(m, p));
+  }
+  FGL_AVX512 static __m512 madd(__m512 acc, Vec a, Vec b) {
+    return _mm512_fmadd_ps(a, b, acc);
+  }
+};
+
+template <>
 struct Lanes<c10::BFloat16> {
   using Vec = __m512bh;  // 16 pairs
   using Mask = __mmask32;
@@ -174,6 +195,7 @@ void avx512_dot_gather_linear(const DotProblem<T>& p) {
 }
 
 template void avx512_dot_gather_linear<float>(const DotProblem<float>&);
+template void avx512_dot_gather_linear<c10::Half>(const DotProblem<c10::Half>&);
 template void avx512_dot_gather_linear<c10::BFloat16>(
     const DotProblem<c10::BFloat16>&);
 

@@ -1,13 +1,15 @@
-// An AVX-512 CPU kernel of fgl::gather_linear for float32 and bfloat16: each
-// output is a dot product of one weight row with one gathered row of x,
-// read in place through x's strides and accumulated in float32 lanes
-// (vfmadd for float32; vdpbf16ps, which multiplies bf16 pairs into float32,
-// for bfloat16). One call does the whole problem: no per-slice GEMM passes
-// over the output, and for bfloat16 no float32 copy of the weight, each
-// output rounded to bfloat16 once, as in the reference GEMM.
+// An AVX-512 CPU kernel of fgl::gather_linear for float32, float16 and
+// bfloat16: each output is a dot product of one weight row with one gathered
+// row of x, read in place through x's strides and accumulated in float32
+// lanes (vfmadd for float32 and for float16, widened exactly as it loads;
+// vdpbf16ps, which multiplies bf16 pairs into float32, for bfloat16). One
+// call does the whole problem: no per-slice GEMM passes over the output, no
+// float32 copy of a half-precision weight, and each output rounded once, as
+// in the reference GEMM.
 #pragma once
 
 #include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 
 #include <cstdint>
 
@@ -32,8 +34,8 @@ struct DotProblem {
 /// its BF16 extension (one build of the kernels serves both types).
 bool can_run_avx512_dot();
 
-/// Computes p.out, parallel over blocks of output features. T is float or
-/// c10::BFloat16. Requires can_run_avx512_dot(), B > 0, K > 0.
+/// Computes p.out, parallel over blocks of output features. T is float,
+/// c10::Half or c10::BFloat16. Requires can_run_avx512_dot(), B > 0, K > 0.
 template <typename T>
 void avx512_dot_gather_linear(const DotProblem<T>& p);
 

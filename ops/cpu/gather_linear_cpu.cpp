@@ -1,8 +1,8 @@
 // CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists: where
 // x's strides make it a view (gathered_view.h) one BLAS GEMM reads it in
-// place; float32 and bfloat16 on AVX-512 (BF16) CPUs take a kernel that
-// reads x through its strides (avx512_dot_kernel.h); otherwise one GEMM per
-// gathered slice accumulates into the output,
+// place; float32, float16 and bfloat16 on AVX-512 (BF16) CPUs take a kernel
+// that reads x through its strides (avx512_dot_kernel.h); otherwise one GEMM
+// per gathered slice accumulates into the output,
 //   out = bias + sum_r x[r] @ weight[:, r*H:(r+1)*H]^T
 // with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
@@ -56,17 +56,23 @@ void run(const at::Tensor& x, const at::Tensor& weight,
     }
     return;
   }
-  const auto dtype = x.scalar_type();
-  if ((dtype == at::kFloat || dtype == at::kBFloat16) &&
-      cpu::can_run_avx512_dot() && x.stride(2) == 1 && weight.stride(1) == 1) {
-    if (dtype == at::kFloat) {
-      cpu::avx512_dot_gather_linear(
-          dot_problem<float>(x, weight, bias, s, out));
-    } else {
-      cpu::avx512_dot_gather_linear(
-          dot_problem<at::BFloat16>(x, weight, bias, s, out));
+  if (cpu::can_run_avx512_dot() && x.stride(2) == 1 && weight.stride(1) == 1) {
+    switch (x.scalar_type()) {
+      case at::kFloat:
+        cpu::avx512_dot_gather_linear(
+            dot_problem<float>(x, weight, bias, s, out));
+        return;
+      case at::kHalf:
+        cpu::avx512_dot_gather_linear(
+            dot_problem<at::Half>(x, weight, bias, s, out));
+        return;
+      case at::kBFloat16:
+        cpu::avx512_dot_gather_linear(
+            dot_problem<at::BFloat16>(x, weight, bias, s, out));
+        return;
+      default:  // float64: BLAS below
+        break;
     }
-    return;
   }
   // Half types accumulate in float32 across slices: summing R partial
   // products in bf16 would round R times.
