@@ -9,13 +9,16 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "cpu/avx512_dot_kernel.h"
 #include "gather_linear_checks.h"
 #include "gathered_view.h"
+#ifdef FGL_WITH_AVX512_DOT
+#include "cpu/avx512_dot_kernel.h"
+#endif
 
 namespace fgl {
 namespace {
 
+#ifdef FGL_WITH_AVX512_DOT
 template <typename T>
 cpu::DotProblem<T> dot_problem(const at::Tensor& x, const at::Tensor& weight,
                                const std::optional<at::Tensor>& bias,
@@ -37,6 +40,7 @@ cpu::DotProblem<T> dot_problem(const at::Tensor& x, const at::Tensor& weight,
           out.stride(0),
           out.stride(1)};
 }
+#endif  // FGL_WITH_AVX512_DOT
 
 // Computes into `out` ([B, K], checked).
 void run(const at::Tensor& x, const at::Tensor& weight,
@@ -56,6 +60,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
     }
     return;
   }
+#ifdef FGL_WITH_AVX512_DOT
   if (cpu::can_run_avx512_dot() && x.stride(2) == 1 && weight.stride(1) == 1) {
     switch (x.scalar_type()) {
       case at::kFloat:
@@ -74,6 +79,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
         break;
     }
   }
+#endif
   // Half types accumulate in float32 across slices: summing R partial
   // products in bf16 would round R times.
   const bool reduced = at::isReducedFloatingType(x.scalar_type());
