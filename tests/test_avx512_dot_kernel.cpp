@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cpu/avx512_dot_kernel.h"
+#include "make_params.h"
 #include "test_support.h"
 
 namespace fgl::testing {
@@ -13,14 +14,11 @@ namespace {
 template <typename T>
 at::Tensor run_kernel(const at::Tensor& x, const at::Tensor& weight,
                       const std::optional<at::Tensor>& bias) {
-  const int64_t R = x.size(0), B = x.size(1), H = x.size(2);
-  const int64_t K = weight.size(0);
-  auto out = at::full({B, K}, NAN, x.options());
-  cpu::avx512_dot_gather_linear<T>(
-      {x.const_data_ptr<T>(), weight.const_data_ptr<T>(),
-       bias ? bias->const_data_ptr<T>() : nullptr, out.mutable_data_ptr<T>(), R,
-       B, H, K, x.stride(0), x.stride(1), weight.stride(0),
-       bias ? bias->stride(0) : 0, out.stride(0), out.stride(1)});
+  const detail::GatherLinearSizes sizes{x.size(0), x.size(1), x.size(2),
+                                        weight.size(0)};
+  auto out = at::full({sizes.B, sizes.K}, NAN, x.options());
+  cpu::avx512_dot_gather_linear(
+      detail::make_params<T, T>(x, weight, bias, out, sizes));
   return out;
 }
 

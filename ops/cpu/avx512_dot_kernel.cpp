@@ -97,7 +97,7 @@ FGL_AVX512 inline float sum_lanes(__m512 v) {
 // in the main loop, or any branch there, made GCC keep the accumulators in
 // memory and the kernel 2x slower.
 template <typename T, int kK, int kB>
-FGL_AVX512 void tile(const DotProblem<T>& p, int64_t k0, int64_t b0) {
+FGL_AVX512 void tile(const GatherLinearParams<T>& p, int64_t k0, int64_t b0) {
   using L = Lanes<T>;
   __m512 acc[kK][kB];
   for (int i = 0; i < kK; ++i) {
@@ -148,7 +148,7 @@ FGL_AVX512 void tile(const DotProblem<T>& p, int64_t k0, int64_t b0) {
 }
 
 template <typename T>
-using TileFn = void (*)(const DotProblem<T>&, int64_t, int64_t);
+using TileFn = void (*)(const GatherLinearParams<T>&, int64_t, int64_t);
 
 template <typename T, int kK>
 constexpr std::array<TileFn<T>, kTile> tiles_of() {
@@ -173,7 +173,7 @@ bool can_run_avx512_dot() {
 }
 
 template <typename T>
-void avx512_dot_gather_linear(const DotProblem<T>& p) {
+void avx512_dot_gather_linear(const GatherLinearParams<T>& p) {
   const int64_t k_tiles = (p.K + kTile - 1) / kTile;
   // Tasks of at least ~64K multiply-adds, so small problems run inline
   // rather than paying for a thread fork.
@@ -194,9 +194,10 @@ void avx512_dot_gather_linear(const DotProblem<T>& p) {
   });
 }
 
-template void avx512_dot_gather_linear<float>(const DotProblem<float>&);
-template void avx512_dot_gather_linear<c10::Half>(const DotProblem<c10::Half>&);
+template void avx512_dot_gather_linear<float>(const GatherLinearParams<float>&);
+template void avx512_dot_gather_linear<c10::Half>(
+    const GatherLinearParams<c10::Half>&);
 template void avx512_dot_gather_linear<c10::BFloat16>(
-    const DotProblem<c10::BFloat16>&);
+    const GatherLinearParams<c10::BFloat16>&);
 
 }  // namespace fgl::cpu

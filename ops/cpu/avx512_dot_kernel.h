@@ -13,30 +13,19 @@
 
 #include <cstdint>
 
+#include "gather_linear_params.h"
+
 namespace fgl::cpu {
 
-/// One problem; sizes and strides in elements. x and the weight must be
-/// contiguous along h and c (x_stride_h == weight_stride_c == 1).
-template <typename T>
-struct DotProblem {
-  const T* x;       // [R, B, H]
-  const T* weight;  // [K, R*H]
-  const T* bias;    // [K], or nullptr
-  T* out;           // [B, K]
-  int64_t R, B, H, K;
-  int64_t x_stride_r, x_stride_b;
-  int64_t weight_stride_k;
-  int64_t bias_stride;
-  int64_t out_stride_b, out_stride_k;
-};
-
 /// Whether this CPU (and OS) runs avx512_dot_gather_linear: AVX-512 with
-/// its BF16 extension (one build of the kernels serves both types).
+/// its BF16 extension (one build of the kernels serves all three types).
 bool can_run_avx512_dot();
 
 /// Computes p.out, parallel over blocks of output features. T is float,
-/// c10::Half or c10::BFloat16. Requires can_run_avx512_dot(), B > 0, K > 0.
+/// c10::Half or c10::BFloat16. Requires can_run_avx512_dot(), B > 0, K > 0,
+/// and x and the weight contiguous along h and c (x_stride_h ==
+/// weight_stride_c == 1); every other stride is free.
 template <typename T>
-void avx512_dot_gather_linear(const DotProblem<T>& p);
+void avx512_dot_gather_linear(const GatherLinearParams<T>& p);
 
 }  // namespace fgl::cpu

@@ -11,36 +11,13 @@
 
 #include "gather_linear_checks.h"
 #include "gathered_view.h"
+#include "make_params.h"
 #ifdef FGL_WITH_AVX512_DOT
 #include "cpu/avx512_dot_kernel.h"
 #endif
 
 namespace fgl {
 namespace {
-
-#ifdef FGL_WITH_AVX512_DOT
-template <typename T>
-cpu::DotProblem<T> dot_problem(const at::Tensor& x, const at::Tensor& weight,
-                               const std::optional<at::Tensor>& bias,
-                               const detail::GatherLinearSizes& s,
-                               at::Tensor& out) {
-  const bool has_bias = bias.has_value() && bias->defined();
-  return {x.const_data_ptr<T>(),
-          weight.const_data_ptr<T>(),
-          has_bias ? bias->const_data_ptr<T>() : nullptr,
-          out.mutable_data_ptr<T>(),
-          s.R,
-          s.B,
-          s.H,
-          s.K,
-          x.stride(0),
-          x.stride(1),
-          weight.stride(0),
-          has_bias ? bias->stride(0) : 0,
-          out.stride(0),
-          out.stride(1)};
-}
-#endif  // FGL_WITH_AVX512_DOT
 
 // Computes into `out` ([B, K], checked).
 void run(const at::Tensor& x, const at::Tensor& weight,
@@ -65,15 +42,16 @@ void run(const at::Tensor& x, const at::Tensor& weight,
     switch (x.scalar_type()) {
       case at::kFloat:
         cpu::avx512_dot_gather_linear(
-            dot_problem<float>(x, weight, bias, s, out));
+            detail::make_params<float, float>(x, weight, bias, out, s));
         return;
       case at::kHalf:
         cpu::avx512_dot_gather_linear(
-            dot_problem<at::Half>(x, weight, bias, s, out));
+            detail::make_params<at::Half, at::Half>(x, weight, bias, out, s));
         return;
       case at::kBFloat16:
         cpu::avx512_dot_gather_linear(
-            dot_problem<at::BFloat16>(x, weight, bias, s, out));
+            detail::make_params<at::BFloat16, at::BFloat16>(x, weight, bias,
+                                                            out, s));
         return;
       default:  // float64: BLAS below
         break;

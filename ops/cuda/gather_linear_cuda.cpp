@@ -18,6 +18,7 @@
 #include "gather_linear_kernel.h"
 #include "gathered_view.h"
 #include "kernel_choice.h"
+#include "make_params.h"
 
 namespace fgl {
 namespace {
@@ -35,34 +36,6 @@ template <>
 struct KernelType<at::BFloat16> {
   using type = __nv_bfloat16;
 };
-
-template <typename scalar_t>
-auto make_params(const at::Tensor& x, const at::Tensor& weight,
-                 const std::optional<at::Tensor>& bias, at::Tensor& out,
-                 const detail::GatherLinearSizes& s) {
-  using T = typename KernelType<scalar_t>::type;
-  const bool has_bias = bias.has_value() && bias->defined();
-  cuda::GatherLinearParams<T> p{};
-  p.x = reinterpret_cast<const T*>(x.const_data_ptr<scalar_t>());
-  p.weight = reinterpret_cast<const T*>(weight.const_data_ptr<scalar_t>());
-  p.bias = has_bias
-               ? reinterpret_cast<const T*>(bias->const_data_ptr<scalar_t>())
-               : nullptr;
-  p.out = reinterpret_cast<T*>(out.mutable_data_ptr<scalar_t>());
-  p.R = s.R;
-  p.B = s.B;
-  p.H = s.H;
-  p.K = s.K;
-  p.x_stride_r = x.stride(0);
-  p.x_stride_b = x.stride(1);
-  p.x_stride_h = x.stride(2);
-  p.weight_stride_k = weight.stride(0);
-  p.weight_stride_c = weight.stride(1);
-  p.bias_stride = has_bias ? bias->stride(0) : 0;
-  p.out_stride_b = out.stride(0);
-  p.out_stride_k = out.stride(1);
-  return p;
-}
 
 // FGL_CUDA_FUSED_ONLY=1 keeps every problem on the fused kernels, for tests,
 // compute-sanitizer and benchmarks of the kernels themselves.
@@ -112,7 +85,9 @@ void run(const at::Tensor& x, const at::Tensor& weight,
   const int compute_capability = 10 * props->major + props->minor;
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cuda", [&] {
-        const auto p = make_params<scalar_t>(x, weight, bias, out, s);
+        const auto p =
+            detail::make_params<typename KernelType<scalar_t>::type, scalar_t>(
+                x, weight, bias, out, s);
         const cuda::RouteQuery query{s.R,
                                      s.B,
                                      s.H,
