@@ -5,6 +5,8 @@
 # compute-sanitizer (memcheck, racecheck, initcheck). Logs go to the folder
 # given (default: gpu-logs/), eight files at most; a summary is printed last.
 # Usage: scripts/gpu_check.sh [LOG_DIR] [fgl_bench args...]
+# FGL_GPU_CTEST_ARGS narrows the test step when GPU time is short, e.g.
+#   FGL_GPU_CTEST_ARGS='-R Cuda|Sweep|OnGpu|cuda[.]' (the CUDA-touching tests).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 logs="$(mkdir -p "${1:-gpu-logs}" && cd "${1:-gpu-logs}" && pwd)"
@@ -38,7 +40,9 @@ if [ -x /usr/bin/g++ ]; then
   export CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
 fi
 step build "$FGL_ROOT/scripts/build.sh" -DFGL_BUILD_BENCH=ON || exit 1
-step ctest ctest --test-dir "$FGL_BUILD_DIR" --output-on-failure --parallel 8
+# shellcheck disable=SC2086  # FGL_GPU_CTEST_ARGS holds several arguments
+step ctest ctest --test-dir "$FGL_BUILD_DIR" --output-on-failure --parallel 8 \
+  ${FGL_GPU_CTEST_ARGS:-}
 grep -E "tests passed|tests failed|Total Test time" "$logs/ctest.log" \
   | tee -a "$summary"
 
