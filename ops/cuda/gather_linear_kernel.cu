@@ -1,6 +1,6 @@
 // The launchers of fgl::gather_linear's CUDA kernels: the streaming launcher
-// picks a kernel by element type and rows of B; all are instantiated for
-// every element type. Which launcher a problem takes is kernel_choice.h's.
+// picks a kernel by element type and rows of B; both are instantiated for
+// every element type.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -39,12 +39,8 @@ void launch_mma_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
 }  // namespace
 
 template <typename T>
-bool can_stream(const GatherLinearParams<T>& p) {
-  return streaming::can_run(p);
-}
-
-template <typename T>
-void launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
+bool try_launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
+  if (p.B > kMaxStreamingRows || !streaming::can_run(p)) return false;
   if constexpr (sizeof(T) == 2) {  // float16, bfloat16: tensor cores
     if (p.B <= 8) {
       launch_mma_streaming<T, 1>(p, stream);
@@ -58,6 +54,7 @@ void launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
   } else {
     launch_simt_streaming<T, 16, 2>(p, stream);
   }
+  return true;
 }
 
 template <typename T>
@@ -70,10 +67,9 @@ void launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
 
 int64_t max_tiled_k() { return int64_t{65535} * tiled::kBN; }
 
-#define FGL_INSTANTIATE(T)                                        \
-  template bool can_stream<T>(const GatherLinearParams<T>&);      \
-  template void launch_streaming<T>(const GatherLinearParams<T>&, \
-                                    cudaStream_t);                \
+#define FGL_INSTANTIATE(T)                                            \
+  template bool try_launch_streaming<T>(const GatherLinearParams<T>&, \
+                                        cudaStream_t);                \
   template void launch_tiled<T>(const GatherLinearParams<T>&, cudaStream_t);
 FGL_INSTANTIATE(float)
 FGL_INSTANTIATE(double)

@@ -18,16 +18,17 @@ using fgl::GatherLinearParams;
 // be 0: out is then the bias); the caller checks the launch with
 // cudaGetLastError.
 
-/// Whether x and weight suit the weight-streaming kernels: contiguous along h
-/// and c, with 16-byte aligned rows and heads.
-template <typename T>
-bool can_stream(const GatherLinearParams<T>& params);
+/// Up to this many rows of B the weight-streaming kernels run: the regime
+/// where reading the weight once is the whole cost (bench/NOTES.md).
+constexpr int64_t kMaxStreamingRows = 16;
 
-/// Enqueues a weight-streaming kernel on `stream`: SIMT for 4- and 8-byte
-/// types, mma.sync for 2-byte ones. Requires can_stream(params) and at most
-/// kMaxStreamingRows (kernel_choice.h) rows of B.
+/// Enqueues a weight-streaming kernel on `stream` when the problem suits one:
+/// at most kMaxStreamingRows rows of B, x and weight contiguous along h and c
+/// with 16-byte aligned rows and heads. Returns false, enqueuing nothing,
+/// otherwise.
 template <typename T>
-void launch_streaming(const GatherLinearParams<T>& params, cudaStream_t stream);
+bool try_launch_streaming(const GatherLinearParams<T>& params,
+                          cudaStream_t stream);
 
 /// Enqueues the general tiled kernel on `stream`: any strides, K up to
 /// max_tiled_k().
