@@ -1,8 +1,9 @@
-// CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists: where
-// x's strides make it a view (gathered_view.h) one BLAS GEMM reads it in
-// place; float32, float16 and bfloat16 on AVX-512 (BF16) CPUs take a kernel
-// that reads x through its strides (avx512_dot_kernel.h); otherwise one GEMM
-// per gathered slice accumulates into the output,
+// CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists:
+// float32, float16 and bfloat16 on AVX-512 (BF16) CPUs take a kernel that
+// reads x through its strides (avx512_dot_kernel.h); otherwise, where x's
+// strides make the concatenation a view (gathered_view.h), one BLAS GEMM
+// reads it in place; otherwise one GEMM per gathered slice accumulates into
+// the output,
 //   out = bias + sum_r x[r] @ weight[:, r*H:(r+1)*H]^T
 // with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
@@ -27,16 +28,6 @@ void run(const at::Tensor& x, const at::Tensor& weight,
     return;
   }
   const bool has_bias = bias.has_value() && bias->defined();
-  const auto gathered = s.R * s.H > 0 ? detail::gathered_view(x) : std::nullopt;
-  if (gathered.has_value()) {
-    // One GEMM; half types accumulate in float32 inside it and round once.
-    if (has_bias) {
-      at::addmm_out(out, *bias, *gathered, weight.t());
-    } else {
-      at::mm_out(out, *gathered, weight.t());
-    }
-    return;
-  }
 #ifdef FGL_WITH_AVX512_DOT
   if (cpu::can_run_avx512_dot() && x.stride(2) == 1 && weight.stride(1) == 1) {
     switch (x.scalar_type()) {
@@ -58,6 +49,16 @@ void run(const at::Tensor& x, const at::Tensor& weight,
     }
   }
 #endif
+  const auto gathered = s.R * s.H > 0 ? detail::gathered_view(x) : std::nullopt;
+  if (gathered.has_value()) {
+    // One GEMM; half types accumulate in float32 inside it and round once.
+    if (has_bias) {
+      at::addmm_out(out, *bias, *gathered, weight.t());
+    } else {
+      at::mm_out(out, *gathered, weight.t());
+    }
+    return;
+  }
   // Half types accumulate in float32 across slices: summing R partial
   // products in bf16 would round R times.
   const bool reduced = at::isReducedFloatingType(x.scalar_type());
