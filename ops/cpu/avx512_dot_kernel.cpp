@@ -14,14 +14,60 @@
 namespace fgl::cpu {
 namespace {
 
-// The AVX-512 operations on one element type: a vector of kValues inputs,
-// and madd, which adds their products with another vector to 16 float32
-// lanes.
+// The AVX-512 operations on one element type: Vec, a vector of kValues
+// inputs, and madd, which adds the products of two of them to Acc, a vector
+// of accumulators (float32 lanes; float64 lanes for float64).
 template <typename T>
 struct Lanes;
 
+// Float32 accumulators, shared by float32, float16 and bfloat16.
+struct Float32Acc {
+  using Acc = __m512;
+  using Scalar = float;
+  FGL_AVX512 static Acc zero() { return _mm512_setzero_ps(); }
+  // A tree of vector adds: the sums of a tile are independent, so they
+  // overlap, where a scalar loop over the lanes cost more than the dot
+  // products themselves whenever R*H is under ~2K. Vector-extension
+  // shuffles rather than _mm512_reduce_add_ps and friends, whose GCC 12
+  // versions warn (-Wuninitialized) wherever they are inlined.
+  FGL_AVX512 static float sum(Acc v) {
+    v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3,
+                                 4, 5, 6, 7);
+    v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15,
+                                 8, 9, 10, 11);
+    v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14,
+                                 15, 12, 13);
+    v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13,
+                                 12, 15, 14);
+    return v[0];
+  }
+};
+
 template <>
-struct Lanes<float> {
+struct Lanes<double> {
+  using Acc = __m512d;
+  using Scalar = double;
+  using Vec = __m512d;
+  using Mask = __mmask8;
+  static constexpr int kValues = 8;
+  FGL_AVX512 static Acc zero() { return _mm512_setzero_pd(); }
+  FGL_AVX512 static double sum(Acc v) {
+    v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+    v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5);
+    v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6);
+    return v[0];
+  }
+  FGL_AVX512 static Vec load(const double* p) { return _mm512_loadu_pd(p); }
+  FGL_AVX512 static Vec load(const double* p, Mask m) {
+    return _mm512_maskz_loadu_pd(m, p);
+  }
+  FGL_AVX512 static Acc madd(Acc acc, Vec a, Vec b) {
+    return _mm512_fmadd_pd(a, b, acc);
+  }
+};
+
+template <>
+struct Lanes<float> : Float32Acc {
   using Vec = __m512;
   using Mask = __mmask16;
   static constexpr int kValues = 16;
@@ -35,7 +81,7 @@ struct Lanes<float> {
 };
 
 template <>
-struct Lanes<c10::Half> {  // widened to float32 as they load (exact)
+struct Lanes<c10::Half> : Float32Acc {  // widened as they load (exact)
   using Vec = __m512;
   using Mask = __mmask16;
   static constexpr int kValues = 16;
@@ -56,7 +102,7 @@ struct Lanes<c10::Half> {  // widened to float32 as they load (exact)
 };
 
 template <>
-struct Lanes<c10::BFloat16> {
+struct Lanes<c10::BFloat16> : Float32Acc {
   using Vec = __m512bh;  // 16 pairs
   using Mask = __mmask32;
   static constexpr int kValues = 32;
@@ -73,24 +119,7 @@ struct Lanes<c10::BFloat16> {
 
 constexpr int kTile = 4;  // output features and rows of B per tile
 
-// A tree of vector adds: the 16 sums of a tile are independent, so they
-// overlap, where a scalar loop over the lanes cost more than the dot
-// products themselves whenever R*H is under ~2K. Vector-extension shuffles
-// rather than _mm512_reduce_add_ps and friends, whose GCC 12 versions warn
-// (-Wuninitialized) wherever they are inlined.
-FGL_AVX512 inline float sum_lanes(__m512 v) {
-  v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3,
-                               4, 5, 6, 7);
-  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8,
-                               9, 10, 11);
-  v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14,
-                               15, 12, 13);
-  v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13,
-                               12, 15, 14);
-  return v[0];
-}
-
-// out[b0 .. b0+kB, k0 .. k0+kK]: kK x kB float32 vector accumulators, each
+// out[b0 .. b0+kB, k0 .. k0+kK]: kK x kB vector accumulators, each
 // the dot product of one weight row and one gathered x row, kept in 16
 // lanes until the end. Whole vectors first, then the h tails of all slices
 // in a loop of their own with masked loads (zeros add nothing): masked loads
@@ -99,9 +128,9 @@ FGL_AVX512 inline float sum_lanes(__m512 v) {
 template <typename T, int kK, int kB>
 FGL_AVX512 void tile(const GatherLinearParams<T>& p, int64_t k0, int64_t b0) {
   using L = Lanes<T>;
-  __m512 acc[kK][kB];
+  typename L::Acc acc[kK][kB];
   for (int i = 0; i < kK; ++i) {
-    for (int j = 0; j < kB; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (int j = 0; j < kB; ++j) acc[i][j] = L::zero();
   }
   const T* weight = p.weight + k0 * p.weight_stride_k;
   const T* x = p.x + b0 * p.x_stride_b;
@@ -137,12 +166,14 @@ FGL_AVX512 void tile(const GatherLinearParams<T>& p, int64_t k0, int64_t b0) {
     }
   }
   for (int i = 0; i < kK; ++i) {
-    const float bias =
-        p.bias != nullptr ? static_cast<float>(p.bias[(k0 + i) * p.bias_stride])
-                          : 0.0f;
+    using Scalar = typename L::Scalar;
+    const Scalar bias =
+        p.bias != nullptr
+            ? static_cast<Scalar>(p.bias[(k0 + i) * p.bias_stride])
+            : Scalar{0};
     for (int j = 0; j < kB; ++j) {
       p.out[(b0 + j) * p.out_stride_b + (k0 + i) * p.out_stride_k] =
-          static_cast<T>(sum_lanes(acc[i][j]) + bias);
+          static_cast<T>(L::sum(acc[i][j]) + bias);
     }
   }
 }
@@ -194,6 +225,8 @@ void avx512_dot_gather_linear(const GatherLinearParams<T>& p) {
   });
 }
 
+template void avx512_dot_gather_linear<double>(
+    const GatherLinearParams<double>&);
 template void avx512_dot_gather_linear<float>(const GatherLinearParams<float>&);
 template void avx512_dot_gather_linear<c10::Half>(
     const GatherLinearParams<c10::Half>&);

@@ -1,11 +1,11 @@
-// An AVX-512 CPU kernel of fgl::gather_linear for float32, float16 and
-// bfloat16: each output is a dot product of one weight row with one gathered
-// row of x, read in place through x's strides and accumulated in float32
-// lanes (vfmadd for float32 and for float16, widened exactly as it loads;
-// vdpbf16ps, which multiplies bf16 pairs into float32, for bfloat16). One
-// call does the whole problem: no per-slice GEMM passes over the output, no
-// float32 copy of a half-precision weight, and each output rounded once, as
-// in the reference GEMM.
+// An AVX-512 CPU kernel of fgl::gather_linear for every supported dtype:
+// each output is a dot product of one weight row with one gathered row of
+// x, read in place through x's strides and accumulated in vector lanes
+// (vfmadd in float64 for float64, in float32 for float32 and for float16,
+// widened exactly as it loads; vdpbf16ps, which multiplies bf16 pairs into
+// float32, for bfloat16). One call does the whole problem: no per-slice GEMM
+// passes over the output, no float32 copy of a half-precision weight, and
+// each output rounded once, as in the reference GEMM.
 #pragma once
 
 #include <c10/util/BFloat16.h>
@@ -18,12 +18,12 @@
 namespace fgl::cpu {
 
 /// Whether this CPU (and OS) runs avx512_dot_gather_linear: AVX-512 with
-/// its BF16 extension (one build of the kernels serves all three types).
+/// its BF16 extension (one build of the kernels serves every type).
 bool can_run_avx512_dot();
 
-/// Computes p.out, parallel over blocks of output features. T is float,
-/// c10::Half or c10::BFloat16. Requires can_run_avx512_dot(), B > 0, K > 0,
-/// and x and the weight contiguous along h and c (x_stride_h ==
+/// Computes p.out, parallel over blocks of output features. T is double,
+/// float, c10::Half or c10::BFloat16. Requires can_run_avx512_dot(), B > 0, K >
+/// 0, and x and the weight contiguous along h and c (x_stride_h ==
 /// weight_stride_c == 1); every other stride is free.
 template <typename T>
 void avx512_dot_gather_linear(const GatherLinearParams<T>& p);

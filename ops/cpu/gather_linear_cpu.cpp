@@ -1,9 +1,8 @@
-// CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists:
-// float32, float16 and bfloat16 on AVX-512 (BF16) CPUs take a kernel that
-// reads x through its strides (avx512_dot_kernel.h); otherwise, where x's
-// strides make the concatenation a view (gathered_view.h), one BLAS GEMM
-// reads it in place; otherwise one GEMM per gathered slice accumulates into
-// the output,
+// CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists: on
+// AVX-512 (BF16) CPUs every dtype takes a kernel that reads x through its
+// strides (avx512_dot_kernel.h); elsewhere, where x's strides make the
+// concatenation a view (gathered_view.h), one BLAS GEMM reads it in place;
+// otherwise one GEMM per gathered slice accumulates into the output,
 //   out = bias + sum_r x[r] @ weight[:, r*H:(r+1)*H]^T
 // with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
@@ -31,6 +30,10 @@ void run(const at::Tensor& x, const at::Tensor& weight,
 #ifdef FGL_WITH_AVX512_DOT
   if (cpu::can_run_avx512_dot() && x.stride(2) == 1 && weight.stride(1) == 1) {
     switch (x.scalar_type()) {
+      case at::kDouble:
+        cpu::avx512_dot_gather_linear(
+            detail::make_params<double, double>(x, weight, bias, out, s));
+        return;
       case at::kFloat:
         cpu::avx512_dot_gather_linear(
             detail::make_params<float, float>(x, weight, bias, out, s));
@@ -44,7 +47,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
             detail::make_params<at::BFloat16, at::BFloat16>(x, weight, bias,
                                                             out, s));
         return;
-      default:  // float64: BLAS below
+      default:
         break;
     }
   }
