@@ -80,11 +80,10 @@ struct Lanes<float> : Float32Acc {
   }
 };
 
+// float16 is float32 once widened as it loads (exactly): float32's vectors,
+// masks and madd, with loads of its own.
 template <>
-struct Lanes<c10::Half> : Float32Acc {  // widened as they load (exact)
-  using Vec = __m512;
-  using Mask = __mmask16;
-  static constexpr int kValues = 16;
+struct Lanes<c10::Half> : Lanes<float> {
   // The zero-masking form: GCC 12's _mm512_cvtph_ps warns
   // (-Wmaybe-uninitialized) wherever it is inlined.
   FGL_AVX512 static Vec widen(__m256i halves) {
@@ -95,9 +94,6 @@ struct Lanes<c10::Half> : Float32Acc {  // widened as they load (exact)
   }
   FGL_AVX512 static Vec load(const c10::Half* p, Mask m) {
     return widen(_mm256_maskz_loadu_epi16(m, p));
-  }
-  FGL_AVX512 static __m512 madd(__m512 acc, Vec a, Vec b) {
-    return _mm512_fmadd_ps(a, b, acc);
   }
 };
 

@@ -7,6 +7,7 @@
 // with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <torch/library.h>
 
 #include "gather_linear_checks.h"
@@ -26,32 +27,17 @@ void run(const at::Tensor& x, const at::Tensor& weight,
   if (out.numel() == 0) {
     return;
   }
-  const bool has_bias = bias.has_value() && bias->defined();
 #ifdef FGL_WITH_AVX512_DOT
   if (cpu::can_run_avx512_dot() && x.stride(2) == 1 && weight.stride(1) == 1) {
-    switch (x.scalar_type()) {
-      case at::kDouble:
-        cpu::avx512_dot_gather_linear(
-            detail::make_params<double, double>(x, weight, bias, out, s));
-        return;
-      case at::kFloat:
-        cpu::avx512_dot_gather_linear(
-            detail::make_params<float, float>(x, weight, bias, out, s));
-        return;
-      case at::kHalf:
-        cpu::avx512_dot_gather_linear(
-            detail::make_params<at::Half, at::Half>(x, weight, bias, out, s));
-        return;
-      case at::kBFloat16:
-        cpu::avx512_dot_gather_linear(
-            detail::make_params<at::BFloat16, at::BFloat16>(x, weight, bias,
-                                                            out, s));
-        return;
-      default:
-        break;
-    }
+    AT_DISPATCH_FLOATING_TYPES_AND2(
+        at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cpu", [&] {
+          cpu::avx512_dot_gather_linear(
+              detail::make_params<scalar_t, scalar_t>(x, weight, bias, out, s));
+        });
+    return;
   }
 #endif
+  const bool has_bias = bias.has_value() && bias->defined();
   const auto gathered = s.R * s.H > 0 ? detail::gathered_view(x) : std::nullopt;
   if (gathered.has_value()) {
     // One GEMM; half types accumulate in float32 inside it and round once.
