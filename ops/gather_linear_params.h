@@ -1,5 +1,7 @@
-// The torch-free description of one gather_linear problem that every kernel,
-// CPU or CUDA, takes: raw pointers, sizes and strides.
+// The torch-free description of one gather_linear problem that the CPU
+// kernel takes: raw pointers, sizes and strides. NOTE: ops/cuda keeps its own
+// copy (cuda::GatherLinearParams) until the CUDA side is next run on a GPU;
+// branch cuda-routing already uses this one there.
 #pragma once
 
 #include <cstdint>

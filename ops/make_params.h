@@ -1,6 +1,6 @@
 // GatherLinearParams from checked tensors, for the backends' torch-facing
-// files. KernelT is the kernel's element type, bit-identical to ScalarT
-// (e.g. __half for at::Half on CUDA; the same type on the CPU).
+// files. KernelT is the kernel's element type, bit-identical to ScalarT (the
+// same type on the CPU; __half for at::Half where a CUDA kernel takes it).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -16,7 +16,6 @@
 
 #include "gather_linear_checks.h"
 #include "gather_linear_kernel.h"
-#include "make_params.h"
 
 namespace fgl {
 namespace {
@@ -34,6 +33,34 @@ template <>
 struct KernelType<at::BFloat16> {
   using type = __nv_bfloat16;
 };
+
+template <typename scalar_t>
+auto make_params(const at::Tensor& x, const at::Tensor& weight,
+                 const std::optional<at::Tensor>& bias, at::Tensor& out,
+                 const detail::GatherLinearSizes& s) {
+  using T = typename KernelType<scalar_t>::type;
+  const bool has_bias = bias.has_value() && bias->defined();
+  cuda::GatherLinearParams<T> p{};
+  p.x = reinterpret_cast<const T*>(x.const_data_ptr<scalar_t>());
+  p.weight = reinterpret_cast<const T*>(weight.const_data_ptr<scalar_t>());
+  p.bias = has_bias
+               ? reinterpret_cast<const T*>(bias->const_data_ptr<scalar_t>())
+               : nullptr;
+  p.out = reinterpret_cast<T*>(out.mutable_data_ptr<scalar_t>());
+  p.R = s.R;
+  p.B = s.B;
+  p.H = s.H;
+  p.K = s.K;
+  p.x_stride_r = x.stride(0);
+  p.x_stride_b = x.stride(1);
+  p.x_stride_h = x.stride(2);
+  p.weight_stride_k = weight.stride(0);
+  p.weight_stride_c = weight.stride(1);
+  p.bias_stride = has_bias ? bias->stride(0) : 0;
+  p.out_stride_b = out.stride(0);
+  p.out_stride_k = out.stride(1);
+  return p;
+}
 
 // NOTE: the general fused kernel (cuda/tiled_kernel.cuh) runs on CUDA cores
 // and loses to cat + cuBLAS on every problem measured outside the
@@ -73,9 +100,7 @@ at::Tensor& gather_linear_out_cuda(const at::Tensor& x,
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cuda", [&] {
-        const auto p =
-            detail::make_params<typename KernelType<scalar_t>::type, scalar_t>(
-                x, weight, bias, out, s);
+        const auto p = make_params<scalar_t>(x, weight, bias, out, s);
         if (cuda::try_launch_streaming(p, stream)) {
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         } else if (fused_only() || s.R * s.H == 0) {
