@@ -56,6 +56,18 @@ int positive(const cxxopts::ParseResult& r, const std::string& name) {
   return v;
 }
 
+std::optional<cuda::Route> parse_route(const std::string& name) {
+  if (name == "policy") return std::nullopt;
+  for (const auto route : {cuda::Route::kStream, cuda::Route::kTiled,
+                           cuda::Route::kCublasView, cuda::Route::kCublasCat}) {
+    if (name == cuda::route_name(route)) return route;
+  }
+  throw std::invalid_argument(
+      "--route: expected policy, stream, tiled, cublas-view or cublas-cat, "
+      "got \"" +
+      name + "\"");
+}
+
 }  // namespace
 
 Options parse_options(int argc, const char* const* argv) {
@@ -81,6 +93,9 @@ Options parse_options(int argc, const char* const* argv) {
     ("json", "also write the results as a JSON array to FILE",
      cxxopts::value<std::string>(), "FILE")
     ("quick", "fewer replays/calls (smoke tests)")
+    ("route", "CUDA route of the fused op: policy (default), stream, tiled, "
+     "cublas-view, cublas-cat (where one cannot run, the policy's)",
+     cxxopts::value<std::string>()->default_value("policy"), "ROUTE")
     ("allow-tf32", "allow TF32 in cuBLAS float32 matmuls "
      "(float32 matmul precision \"high\")")
     ("h,help", "print this help");
@@ -104,6 +119,7 @@ Options parse_options(int argc, const char* const* argv) {
   }
   opt.quick = r.count("quick") > 0;
   opt.allow_tf32 = r.count("allow-tf32") > 0;
+  opt.route = parse_route(r["route"].as<std::string>());
   if (r.count("json")) opt.json_path = r["json"].as<std::string>();
   opt.device = r.count("device") ? parse_device(r["device"].as<std::string>())
                                  : default_device();

@@ -3,10 +3,12 @@
 
 #include <c10/core/Device.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cases.h"
+#include "cuda/kernel_choice.h"
 #include "runner.h"
 
 namespace fgl::bench {
@@ -18,6 +20,7 @@ struct Options {
   std::string json_path;  // empty: no JSON
   bool quick = false;
   bool allow_tf32 = false;
+  std::optional<cuda::Route> route;  // forced CUDA route; nullopt: the policy
   bool help = false;
   std::string usage;
 };

@@ -1,7 +1,5 @@
-// The torch-free description of one gather_linear problem that the CPU
-// kernel takes: raw pointers, sizes and strides. NOTE: ops/cuda keeps its own
-// copy (cuda::GatherLinearParams) until the CUDA side is next run on a GPU;
-// branch cuda-routing already uses this one there.
+// The torch-free description of one gather_linear problem that the CPU and
+// CUDA kernels take: raw pointers, sizes and strides.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 
 #include <tuple>
 
+#include "cuda/kernel_choice.h"
 #include "fgl/gather_linear.h"
 #include "test_support.h"
 
@@ -55,42 +56,59 @@ at::Tensor make_weight(const Shape& s, WLayout layout, at::ScalarType dtype,
   return {};
 }
 
+// The routes each problem runs under: the policy's everywhere, and on CUDA
+// devices also every fused kernel forced (where it cannot run, the policy
+// takes over, so the test still checks a result).
+std::vector<std::optional<cuda::Route>> routes(const at::Device& dev) {
+  if (!dev.is_cuda()) return {std::nullopt};
+  return {std::nullopt, cuda::Route::kStream, cuda::Route::kTiled};
+}
+
 class GatherLinearSweep
     : public ::testing::TestWithParam<std::tuple<Shape, at::ScalarType>> {};
+
+void check_case(const Shape& shape, at::ScalarType dtype, const at::Device& dev,
+                bool with_bias, XLayout xl, WLayout wl) {
+  const auto x = make_x(shape, xl, dtype, dev);
+  const auto w = make_weight(shape, wl, dtype, dev);
+  std::optional<at::Tensor> b;
+  if (with_bias) b = random_tensor({shape.K}, dtype, dev);
+  const auto ref = reference_gather_linear(x, w, b);
+  std::optional<at::Tensor> b_abs;
+  if (b) b_abs = b->abs();
+  const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b_abs);
+
+  const auto out = gather_linear(x, w, b);
+  EXPECT_EQ(out.device(), dev);
+  EXPECT_EQ(out.scalar_type(), dtype);
+  EXPECT_TRUE(matches_reference(out, ref, ref_abs));
+
+  // The out= variant into a NaN-poisoned buffer: every element must be
+  // written.
+  auto poisoned = at::full({shape.B, shape.K}, NAN,
+                           at::TensorOptions().dtype(dtype).device(dev));
+  gather_linear_out(poisoned, x, w, b);
+  EXPECT_TRUE(matches_reference(poisoned, ref, ref_abs));
+}
 
 TEST_P(GatherLinearSweep, MatchesFloat64CatLinear) {
   const auto [shape, dtype] = GetParam();
   for (const auto& dev : available_devices()) {
-    for (bool with_bias : {true, false}) {
-      for (auto xl : {XLayout::kContiguous, XLayout::kBatchMajor,
-                      XLayout::kStridedH, XLayout::kExpandedB}) {
-        for (auto wl : {WLayout::kContiguous, WLayout::kTransposed,
-                        WLayout::kColumnSlice}) {
-          SCOPED_TRACE(::testing::Message()
-                       << dev << " bias=" << with_bias
-                       << " x_layout=" << static_cast<int>(xl)
-                       << " w_layout=" << static_cast<int>(wl));
-          const auto x = make_x(shape, xl, dtype, dev);
-          const auto w = make_weight(shape, wl, dtype, dev);
-          std::optional<at::Tensor> b;
-          if (with_bias) b = random_tensor({shape.K}, dtype, dev);
-          const auto ref = reference_gather_linear(x, w, b);
-          std::optional<at::Tensor> b_abs;
-          if (b) b_abs = b->abs();
-          const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b_abs);
-
-          const auto out = gather_linear(x, w, b);
-          EXPECT_EQ(out.device(), dev);
-          EXPECT_EQ(out.scalar_type(), dtype);
-          EXPECT_TRUE(matches_reference(out, ref, ref_abs));
-
-          // The out= variant into a NaN-poisoned buffer: every element must
-          // be written.
-          auto poisoned =
-              at::full({shape.B, shape.K}, NAN,
-                       at::TensorOptions().dtype(dtype).device(dev));
-          gather_linear_out(poisoned, x, w, b);
-          EXPECT_TRUE(matches_reference(poisoned, ref, ref_abs));
+    for (const auto route : routes(dev)) {
+      const ScopedRoute forced(route);
+      for (bool with_bias : {true, false}) {
+        for (auto xl : {XLayout::kContiguous, XLayout::kBatchMajor,
+                        XLayout::kStridedH, XLayout::kExpandedB}) {
+          for (auto wl : {WLayout::kContiguous, WLayout::kTransposed,
+                          WLayout::kColumnSlice}) {
+            SCOPED_TRACE(::testing::Message()
+                         << dev << " route="
+                         << (route ? cuda::route_name(*route) : "policy")
+                         << " bias=" << with_bias
+                         << " x_layout=" << static_cast<int>(xl)
+                         << " w_layout=" << static_cast<int>(wl));
+            check_case(shape, dtype, dev, with_bias, xl, wl);
+          }
         }
       }
     }
@@ -111,6 +129,7 @@ const Shape kShapes[] = {
     {2, 64, 8, 33},      // B = 64: several row blocks of the streaming path
     {5, 3, 40, 130},     // a contraction shorter than one streaming stage
     {9, 16, 72, 50},     // streaming stages with a partial last one
+    {4, 5, 6, 70},       // rows of 16 bytes, heads of 6: x read by elements
     {8, 300, 64, 1024},  // many rows and FLOPs: the cuBLAS path on CUDA
     {0, 3, 4, 5},        // R = 0: the bias alone
     {3, 4, 0, 5},        // H = 0: the bias alone

@@ -34,6 +34,37 @@ TEST(GatherLinearCuda, CapturesOnTheCurrentStream) {
   EXPECT_TRUE(matches_reference(out, reference_gather_linear(x, w, b)));
 }
 
+// The streaming kernel where the sweep's small shapes do not reach: a
+// contraction split over a cluster of blocks (decode at 32,16,128,4096), a
+// weight ring that wraps around many times (many columns, no split), and
+// several row tiles. Each runs twice: the same inputs must give the same
+// bits (the cluster reduces in a fixed order, no atomics).
+TEST(StreamKernel, IsExactAndDeterministic) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const at::Device dev(at::kCUDA, 0);
+  const ScopedRoute forced(cuda::Route::kStream);
+  const int64_t shapes[][4] = {{32, 16, 128, 4096},
+                               {32, 1, 128, 4096},
+                               {16, 3, 128, 9000},
+                               {7, 40, 64, 200}};
+  for (const auto& s : shapes) {
+    for (const auto dtype : supported_dtypes()) {
+      SCOPED_TRACE(::testing::Message() << s[0] << "," << s[1] << "," << s[2]
+                                        << "," << s[3] << " " << dtype);
+      const auto x = random_tensor({s[0], s[1], s[2]}, dtype, dev);
+      const auto w = random_tensor({s[3], s[0] * s[2]}, dtype, dev);
+      const auto b = random_tensor({s[3]}, dtype, dev);
+      const auto first = gather_linear(x, w, b);
+      auto second = at::full_like(first, NAN);
+      gather_linear_out(second, x, w, b);
+      EXPECT_TRUE(at::equal(first, second));
+      EXPECT_TRUE(matches_reference(
+          first, reference_gather_linear(x, w, b),
+          reference_gather_linear(x.abs(), w.abs(), b.abs())));
+    }
+  }
+}
+
 TEST(GatherLinearCuda, FollowsInputsOffTheCurrentDevice) {
   if (at::getNumGPUs() < 2) GTEST_SKIP() << "needs two CUDA devices";
   // The current device stays cuda:0; the op must run where its inputs are.

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/kernel_choice.h"
+
 namespace fgl::testing {
 
 /// The path users write today, in float64: linear(cat(x.unbind(0), -1)).
@@ -33,6 +35,18 @@ std::vector<at::Device> available_devices();
 
 /// Dtypes the op supports on every backend.
 std::vector<at::ScalarType> supported_dtypes();
+
+/// Forces a CUDA route (cuda/kernel_choice.h) while it lives; nullopt keeps
+/// the policy's.
+class ScopedRoute {
+ public:
+  explicit ScopedRoute(std::optional<cuda::Route> route) {
+    cuda::force_route(route);
+  }
+  ~ScopedRoute() { cuda::force_route(std::nullopt); }
+  ScopedRoute(const ScopedRoute&) = delete;
+  ScopedRoute& operator=(const ScopedRoute&) = delete;
+};
 
 /// Runs `fn`, expecting a c10::Error whose message contains every fragment.
 template <typename Fn>

@@ -1,7 +1,8 @@
 // CUDA backend of fgl::gather_linear: the torch-facing side. It validates,
-// allocates, sets the device and stream, maps the dtype to the kernel's type
-// and checks the launch; the kernels themselves live in
-// gather_linear_kernel.cu and never see a torch type.
+// allocates, sets the device and stream, describes the problem to the
+// routing policy (kernel_choice.h) and runs the route it names: a fused
+// kernel (launchers in gather_linear_kernel.h, which never see a torch type)
+// or cuBLAS.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -11,11 +12,13 @@
 #include <cuda_fp16.h>
 #include <torch/library.h>
 
-#include <cstdlib>
-#include <string>
+#include <cstdint>
 
 #include "gather_linear_checks.h"
 #include "gather_linear_kernel.h"
+#include "gathered_view.h"
+#include "kernel_choice.h"
+#include "make_params.h"
 
 namespace fgl {
 namespace {
@@ -34,57 +37,89 @@ struct KernelType<at::BFloat16> {
   using type = __nv_bfloat16;
 };
 
-template <typename scalar_t>
-auto make_params(const at::Tensor& x, const at::Tensor& weight,
-                 const std::optional<at::Tensor>& bias, at::Tensor& out,
-                 const detail::GatherLinearSizes& s) {
-  using T = typename KernelType<scalar_t>::type;
-  const bool has_bias = bias.has_value() && bias->defined();
-  cuda::GatherLinearParams<T> p{};
-  p.x = reinterpret_cast<const T*>(x.const_data_ptr<scalar_t>());
-  p.weight = reinterpret_cast<const T*>(weight.const_data_ptr<scalar_t>());
-  p.bias = has_bias
-               ? reinterpret_cast<const T*>(bias->const_data_ptr<scalar_t>())
-               : nullptr;
-  p.out = reinterpret_cast<T*>(out.mutable_data_ptr<scalar_t>());
+bool aligned16(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
+}
+
+cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
+                       const detail::GatherLinearSizes& s, bool x_view) {
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(x.get_device());
+  const int64_t e = x.element_size();
+  const int64_t vec = 16 / e;
+  cuda::Problem p;
+  p.arch = prop->major * 10 + prop->minor;
+  p.sm_count = prop->multiProcessorCount;
+  p.max_smem_per_block = static_cast<int64_t>(prop->sharedMemPerBlockOptin);
+  p.element_size = static_cast<int>(e);
   p.R = s.R;
   p.B = s.B;
   p.H = s.H;
   p.K = s.K;
-  p.x_stride_r = x.stride(0);
-  p.x_stride_b = x.stride(1);
-  p.x_stride_h = x.stride(2);
-  p.weight_stride_k = weight.stride(0);
-  p.weight_stride_c = weight.stride(1);
-  p.bias_stride = has_bias ? bias->stride(0) : 0;
-  p.out_stride_b = out.stride(0);
-  p.out_stride_k = out.stride(1);
+  // The tensor map's rules: unit stride along c, rows 16-byte aligned and
+  // not overlapping.
+  p.weight_tma_ok = weight.stride(1) == 1 && weight.stride(0) >= s.R * s.H &&
+                    weight.stride(0) % vec == 0 &&
+                    aligned16(weight.const_data_ptr());
+  p.x_vectors = x.stride(2) == 1 && s.H % vec == 0 && x.stride(0) % vec == 0 &&
+                x.stride(1) % vec == 0 && aligned16(x.const_data_ptr());
+  p.x_gathered_view = x_view;
   return p;
 }
 
-// NOTE: the general fused kernel (cuda/tiled_kernel.cuh) runs on CUDA cores
-// and loses to cat + cuBLAS on every problem measured outside the
-// weight-streaming regime (bench/NOTES.md), so until a tensor-core kernel
-// replaces it those problems take the reference path's own route: the
-// gathered copy and one cuBLAS GEMM with the bias in its epilogue (which
-// also honours the TF32 settings). FGL_CUDA_FUSED_ONLY=1 keeps every problem
-// on the fused kernels, for tests and benchmarks of them.
-bool fused_only() {
-  static const bool value = [] {
-    const char* env = std::getenv("FGL_CUDA_FUSED_ONLY");
-    return env != nullptr && std::string(env) == "1";
-  }();
-  return value;
-}
-
-void gathered_cublas(const at::Tensor& x, const at::Tensor& weight,
-                     const std::optional<at::Tensor>& bias, at::Tensor& out) {
-  const at::Tensor gathered = at::cat(x.unbind(0), -1);  // [B, R*H]
+void cublas(const at::Tensor& gathered, const at::Tensor& weight,
+            const std::optional<at::Tensor>& bias, at::Tensor& out) {
   if (bias.has_value() && bias->defined()) {
     at::addmm_out(out, *bias, gathered, weight.t());
   } else {
     at::mm_out(out, gathered, weight.t());
   }
+}
+
+// Computes into `out` ([B, K], checked).
+void run(const at::Tensor& x, const at::Tensor& weight,
+         const std::optional<at::Tensor>& bias,
+         const detail::GatherLinearSizes& s, at::Tensor& out) {
+  if (out.numel() == 0) {
+    return;
+  }
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const bool has_bias = bias.has_value() && bias->defined();
+  if (s.R * s.H == 0) {  // an empty contraction: out is the bias
+    if (has_bias) {
+      out.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
+    } else {
+      out.zero_();
+    }
+    return;
+  }
+  const auto view = detail::gathered_view(x);
+  const cuda::Problem problem = describe(x, weight, s, view.has_value());
+  const cuda::Route route = cuda::choose_route(problem);
+  if (route == cuda::Route::kCublasView) {
+    cublas(*view, weight, bias, out);
+    return;
+  }
+  if (route == cuda::Route::kCublasCat) {
+    cublas(at::cat(x.unbind(0), -1), weight, bias, out);
+    return;
+  }
+  TORCH_CHECK(route != cuda::Route::kTiled || s.K <= cuda::max_tiled_k(),
+              "gather_linear: K = ", s.K, " (weight.size(0)) exceeds the ",
+              cuda::max_tiled_k(),
+              " output features one tiled CUDA launch covers");
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cuda", [&] {
+        using T = typename KernelType<scalar_t>::type;
+        const auto p =
+            detail::make_params<T, scalar_t>(x, weight, bias, out, s);
+        if (route == cuda::Route::kStream) {
+          C10_CUDA_CHECK(cuda::launch_stream(p, *cuda::plan_stream(problem),
+                                             problem.x_vectors, stream));
+        } else {
+          C10_CUDA_CHECK(cuda::launch_tiled(p, stream));
+        }
+      });
 }
 
 at::Tensor& gather_linear_out_cuda(const at::Tensor& x,
@@ -93,27 +128,7 @@ at::Tensor& gather_linear_out_cuda(const at::Tensor& x,
                                    at::Tensor& out) {
   const auto s = detail::check_gather_linear_inputs(x, weight, bias);
   detail::check_gather_linear_out(out, x, weight, bias, s);
-  if (out.numel() == 0) {
-    return out;
-  }
-  const c10::cuda::CUDAGuard device_guard(x.device());
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(
-      at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cuda", [&] {
-        const auto p = make_params<scalar_t>(x, weight, bias, out, s);
-        if (cuda::try_launch_streaming(p, stream)) {
-          C10_CUDA_KERNEL_LAUNCH_CHECK();
-        } else if (fused_only() || s.R * s.H == 0) {
-          TORCH_CHECK(s.K <= cuda::max_tiled_k(), "gather_linear: K = ", s.K,
-                      " (weight.size(0)) exceeds the ", cuda::max_tiled_k(),
-                      " output features one CUDA launch covers; split weight "
-                      "along dim 0");
-          cuda::launch_tiled(p, stream);
-          C10_CUDA_KERNEL_LAUNCH_CHECK();
-        } else {
-          gathered_cublas(x, weight, bias, out);
-        }
-      });
+  run(x, weight, bias, s, out);
   return out;
 }
 
@@ -121,7 +136,8 @@ at::Tensor gather_linear_cuda(const at::Tensor& x, const at::Tensor& weight,
                               const std::optional<at::Tensor>& bias) {
   const auto s = detail::check_gather_linear_inputs(x, weight, bias);
   at::Tensor out = at::empty({s.B, s.K}, x.options());
-  return gather_linear_out_cuda(x, weight, bias, out);
+  run(x, weight, bias, s, out);
+  return out;
 }
 
 }  // namespace

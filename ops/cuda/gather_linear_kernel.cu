@@ -1,12 +1,14 @@
-// The launchers of fgl::gather_linear's CUDA kernels: the streaming launcher
-// picks a kernel by element type and rows of B; both are instantiated for
-// every element type.
+// The launchers of fgl::gather_linear's CUDA kernels, instantiated for every
+// element type.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "gather_linear_kernel.h"
-#include "mma_streaming_kernel.cuh"
-#include "streaming_kernel.cuh"
+#include "stream_kernel.cuh"
 #include "tiled_kernel.cuh"
 
 namespace fgl::cuda {
@@ -14,63 +16,130 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-template <typename T, int kRows, int kCols>
-void launch_simt_streaming(const GatherLinearParams<T>& p,
-                           cudaStream_t stream) {
-  // grid.x: groups of kWarps * kCols output columns; grid.y: kRows-row blocks
-  // of B. Block: kWarps warps, one per kCols columns.
-  const dim3 grid(
-      static_cast<unsigned>(ceil_div(p.K, streaming::kWarps * kCols)),
-      static_cast<unsigned>(ceil_div(p.B, kRows)));
-  streaming::gather_linear_streaming_kernel<T, kRows, kCols>
-      <<<grid, streaming::kThreads, 0, stream>>>(p);
+template <typename T>
+constexpr CUtensorMapDataType tensor_map_type() {
+  if constexpr (std::is_same_v<T, float>)
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  if constexpr (std::is_same_v<T, double>)
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+  if constexpr (std::is_same_v<T, __half>)
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
-template <typename T, int kTiles>
-void launch_mma_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
-  // grid.x: blocks of 16 output columns; grid.y: 8 * kTiles-row blocks of B.
-  // Block: 8 warps splitting the contraction.
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.K, mma_streaming::kColumns)),
-                  static_cast<unsigned>(ceil_div(p.B, 8 * kTiles)));
-  mma_streaming::gather_linear_mma_streaming_kernel<T, kTiles>
-      <<<grid, mma_streaming::kThreads, 0, stream>>>(p);
+// The driver's tensor-map encoder, looked up once through the runtime (no
+// link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const auto encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                         cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// The weight [K, C] as the copy engine sees it: boxes of kCols rows by one
+// 128-byte stage, swizzled so that ldmatrix reads them without bank
+// conflicts; rows past K and columns past C arrive as zeros.
+template <typename T>
+cudaError_t encode_weight_map(const GatherLinearParams<T>& p,
+                              CUtensorMap* map) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.R * p.H),
+                              static_cast<cuuint64_t>(p.K)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(p.weight_stride_k) *
+                                 sizeof(T)};
+  const cuuint32_t box[2] = {stream::kStageBytes / sizeof(T), stream::kCols};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult status =
+      encode(map, tensor_map_type<T>(), 2, const_cast<T*>(p.weight), dims,
+             strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return status == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <typename T, int kRows>
+cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
+                               const StreamPlan& plan, bool x_vectors,
+                               cudaStream_t stream) {
+  CUtensorMap map;
+  if (const auto err = encode_weight_map(p, &map); err != cudaSuccess) {
+    return err;
+  }
+  const auto kernel = stream::gather_linear_stream_kernel<T, kRows>;
+  if (const auto err = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+          static_cast<int>(plan.smem_bytes));
+      err != cudaSuccess) {
+    return err;
+  }
+  const stream::Layout layout{plan.stages_per_split, plan.slab_pitch,
+                              plan.ring_stages, x_vectors};
+  // grid.x: the contraction's splits, one cluster; grid.y: 64-column tiles
+  // of K; grid.z: kRows-row tiles of B. Block: 4 consumer warps + 1 producer.
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(plan.splits),
+                        static_cast<unsigned>(plan.column_tiles),
+                        static_cast<unsigned>(plan.row_tiles));
+  config.blockDim = dim3(stream::kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(plan.smem_bytes);
+  config.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(plan.splits);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = plan.splits > 1 ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, map, p, layout);
 }
 
 }  // namespace
 
 template <typename T>
-bool try_launch_streaming(const GatherLinearParams<T>& p, cudaStream_t stream) {
-  if (p.B > kMaxStreamingRows || !streaming::can_run(p)) return false;
-  if constexpr (sizeof(T) == 2) {  // float16, bfloat16: tensor cores
-    if (p.B <= 8) {
-      launch_mma_streaming<T, 1>(p, stream);
-    } else {
-      launch_mma_streaming<T, 2>(p, stream);
-    }
-  } else if (p.B == 1) {
-    launch_simt_streaming<T, 1, 4>(p, stream);
-  } else if (p.B <= 4) {
-    launch_simt_streaming<T, 4, 4>(p, stream);
+cudaError_t launch_stream(const GatherLinearParams<T>& p,
+                          const StreamPlan& plan, bool x_vectors,
+                          cudaStream_t stream) {
+  // The instances plan_stream chooses from (rows_per_block there).
+  if constexpr (sizeof(T) == 2) {
+    if (plan.rows_per_block == 8)
+      return launch_stream_rows<T, 8>(p, plan, x_vectors, stream);
+    return launch_stream_rows<T, 16>(p, plan, x_vectors, stream);
+  } else if constexpr (sizeof(T) == 4) {
+    if (plan.rows_per_block == 4)
+      return launch_stream_rows<T, 4>(p, plan, x_vectors, stream);
+    return launch_stream_rows<T, 16>(p, plan, x_vectors, stream);
   } else {
-    launch_simt_streaming<T, 16, 2>(p, stream);
+    if (plan.rows_per_block == 4)
+      return launch_stream_rows<T, 4>(p, plan, x_vectors, stream);
+    return launch_stream_rows<T, 8>(p, plan, x_vectors, stream);
   }
-  return true;
 }
 
 template <typename T>
-void launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
+cudaError_t launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
   // grid.x: B tiles (up to 2^31 - 1), grid.y: K tiles (up to 65535).
   const dim3 grid(static_cast<unsigned>(ceil_div(p.B, tiled::kBM)),
                   static_cast<unsigned>(ceil_div(p.K, tiled::kBN)));
   tiled::gather_linear_tiled_kernel<T><<<grid, tiled::kThreads, 0, stream>>>(p);
+  return cudaGetLastError();
 }
 
 int64_t max_tiled_k() { return int64_t{65535} * tiled::kBN; }
 
-#define FGL_INSTANTIATE(T)                                            \
-  template bool try_launch_streaming<T>(const GatherLinearParams<T>&, \
-                                        cudaStream_t);                \
-  template void launch_tiled<T>(const GatherLinearParams<T>&, cudaStream_t);
+#define FGL_INSTANTIATE(T)                                                  \
+  template cudaError_t launch_stream<T>(                                    \
+      const GatherLinearParams<T>&, const StreamPlan&, bool, cudaStream_t); \
+  template cudaError_t launch_tiled<T>(const GatherLinearParams<T>&,        \
+                                       cudaStream_t);
 FGL_INSTANTIATE(float)
 FGL_INSTANTIATE(double)
 FGL_INSTANTIATE(__half)

@@ -1,8 +1,9 @@
 // The general kernel of fgl::gather_linear: a shared-memory tiled SIMT GEMM
 // that reads x and weight through arbitrary strides. It serves every shape
-// and layout, but runs slower than cat + cuBLAS, so the dispatcher
-// (gather_linear_cuda.cpp) uses it only for R*H = 0 and under
-// FGL_CUDA_FUSED_ONLY=1.
+// and layout, but runs slower than cat + cuBLAS, so the routing policy
+// (kernel_choice.h) never picks it: it runs where a test or
+// `fgl_bench --route tiled` forces it, a fused kernel for every GPU and
+// layout that the streaming kernel does not take.
 #pragma once
 
 #include "gather_linear_kernel.h"

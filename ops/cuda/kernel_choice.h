@@ -1,0 +1,64 @@
+// The CUDA routing policy of fgl::gather_linear: which kernel takes a
+// problem, and how the streaming kernel is laid out for it. Plain C++ with no
+// CUDA or torch type, so it is unit-tested on every machine; the thresholds
+// come from the measurements in bench/NOTES.md ("CUDA routing").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace fgl::cuda {
+
+/// Everything the policy looks at, read off the checked tensors and the
+/// device by the torch-facing side.
+struct Problem {
+  int arch = 0;                    // compute capability, major * 10 + minor
+  int sm_count = 0;                // multiprocessors
+  int64_t max_smem_per_block = 0;  // opt-in dynamic shared memory, bytes
+  int element_size = 0;            // bytes: 2 (float16, bfloat16), 4, 8
+  int64_t R = 0, B = 0, H = 0, K = 0;
+  // The copy engine can read the weight: contiguous along its columns, base
+  // and row stride multiples of 16 bytes, rows not overlapping.
+  bool weight_tma_ok = false;
+  // x's rows load as 16-byte vectors: contiguous along h, H and the other
+  // strides multiples of 16 bytes, base aligned.
+  bool x_vectors = false;
+  // x's strides already hold the concatenation (gathered_view.h).
+  bool x_gathered_view = false;
+};
+
+enum class Route {
+  kStream,      // stream_kernel.cuh: the weight streamed once, few rows
+  kTiled,       // tiled_kernel.cuh: any problem, CUDA cores
+  kCublasView,  // one cuBLAS GEMM over x's gathered view
+  kCublasCat,   // cat + one cuBLAS GEMM: the reference's own route
+};
+
+const char* route_name(Route route);
+
+/// How stream_kernel.cuh covers one problem.
+struct StreamPlan {
+  int rows_per_block = 0;        // kRows: rows of B per block
+  int splits = 0;                // blocks per cluster along the contraction
+  int64_t stages_per_split = 0;  // 128-byte weight stages per block
+  int ring_stages = 0;           // stages in flight per block
+  int64_t slab_pitch = 0;        // elements per row of the block's x slab
+  int64_t smem_bytes = 0;        // dynamic shared memory per block
+  int64_t column_tiles = 0;      // grid.y
+  int64_t row_tiles = 0;         // grid.z
+};
+
+/// The streaming kernel's layout for `p`, or nullopt where it cannot run it
+/// (not sm_90, weight not readable by the copy engine, x slab too large).
+std::optional<StreamPlan> plan_stream(const Problem& p);
+
+/// The route for `p`, by the measured table; requires B, K and R*H > 0 (the
+/// torch-facing side answers an empty contraction with the bias itself).
+Route choose_route(const Problem& p);
+
+/// Tests and benchmarks force a route with this (nullopt: the policy's).
+/// A forced kStream falls back to the policy where plan_stream has none.
+void force_route(std::optional<Route> route);
+std::optional<Route> forced_route();
+
+}  // namespace fgl::cuda

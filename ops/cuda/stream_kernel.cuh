@@ -1,0 +1,315 @@
+// The weight-streaming kernel of fgl::gather_linear, for few rows of B
+// (decode, small batches), where reading the weight once is the whole cost.
+//
+// Grid: x = the splits of the contraction c = r*H + h (one thread-block
+// cluster along x), y = tiles of kCols output columns, z = tiles of kRows
+// rows of B. Each block
+//   1. has its producer warp stream its [kCols, c range] weight tile through
+//      a ring of shared-memory stages with bulk tensor copies (TMA), each
+//      stage one 128-byte-wide box, swizzled, completing on an mbarrier;
+//   2. meanwhile gathers its x rows over its c range into shared memory (the
+//      "slab", read through x's strides: the concatenation never exists);
+//   3. multiplies on kConsumerWarps consumer warps: tensor cores (mma.sync,
+//      the weight in the M slot) for float16/bfloat16, CUDA cores otherwise,
+//      accumulating in float32 (float64 for double);
+//   4. reduces the splits' partial sums across the cluster through
+//      distributed shared memory, always in split order, so that the same
+//      inputs give the same bits; adds the bias and stores.
+//
+// Requires (checked by the host side, kernel_choice.h): the weight contiguous
+// along c with 16-byte aligned base and rows (the tensor map's rules). x may
+// have any strides.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "gather_linear_params.h"
+#include "numeric.cuh"
+#include "ptx.cuh"
+#include "stream_layout.h"
+
+namespace fgl::cuda::stream {
+
+// Byte offset of 16-byte chunk `chunk` of `row` in a stage swizzled by the
+// copy engine's 128-byte pattern (chunk index XOR row mod 8).
+__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
+  return static_cast<uint32_t>(row * kStageBytes + ((chunk ^ (row & 7)) << 4));
+}
+
+// Gathers x[b0 + b, c_begin + c] (zero past B and past C) into slab[b][c]
+// for c < columns. Thread by column: one division finds the column's head,
+// then every row of it is one strided address away. With 16-byte vectors the
+// copies are asynchronous (cp.async), so all of them are in flight at once;
+// the caller waits with cp.async.wait_all.
+template <typename T, int kRows>
+__device__ void load_slab(const GatherLinearParams<T>& p, T* slab,
+                          const Layout& l, int64_t b0, int64_t c_begin,
+                          int64_t columns, int thread, int threads) {
+  const int64_t C = p.R * p.H;
+  // plan_stream keeps C (and so H and c) below 2^31: 32-bit division.
+  const auto head_offset = [&](int64_t c) {
+    const int32_t r = static_cast<int32_t>(c) / static_cast<int32_t>(p.H);
+    return r * p.x_stride_r + (c - int64_t{r} * p.H) * p.x_stride_h;
+  };
+  if (l.x_vectors) {
+    constexpr int kVec = Vec16<T>::kSize;
+    for (int64_t j = thread; j < columns / kVec; j += threads) {
+      const int64_t c = c_begin + j * kVec;  // a vector lies in one head
+      const T* column = c < C ? p.x + head_offset(c) : p.x;
+#pragma unroll
+      for (int b = 0; b < kRows; ++b) {
+        const bool valid = c < C && b0 + b < p.B;
+        ptx::cp_async_16(slab + b * l.slab_pitch + j * kVec,
+                         valid ? column + (b0 + b) * p.x_stride_b : p.x,
+                         valid ? 16 : 0);
+      }
+    }
+    return;
+  }
+  for (int64_t j = thread; j < columns; j += threads) {
+    const int64_t c = c_begin + j;
+    const T* column = c < C ? p.x + head_offset(c) : p.x;
+    T v[kRows];
+#pragma unroll
+    for (int b = 0; b < kRows; ++b) {
+      v[b] = c < C && b0 + b < p.B ? column[(b0 + b) * p.x_stride_b]
+                                   : from_acc<T>(0);
+    }
+#pragma unroll
+    for (int b = 0; b < kRows; ++b) slab[b * l.slab_pitch + j] = v[b];
+  }
+}
+
+// Tensor cores (float16, bfloat16). Warp w owns weight rows [16w, 16w + 16)
+// of the tile: the m16 of m16n8k16; the kRows rows of B are kRows / 8 n8
+// tiles. Writes partial[b][column].
+template <typename T, int kRows>
+struct MmaMath {
+  static constexpr int kTiles = kRows / 8;
+  static_assert(kRows == 8 || kRows == 16, "one or two n8 tiles");
+  float acc[kTiles][4] = {};
+
+  __device__ __forceinline__ void stage(uint32_t ring_slot, uint32_t slab,
+                                        uint32_t pitch_bytes, uint32_t c_local,
+                                        int warp, int lane) {
+    const int m = lane / 8;  // which 8x8 matrix this lane addresses
+    const int row = warp * 16 + (m & 1) * 8 + (lane & 7);
+    const uint32_t x_addr = slab + ((m >> 1) * 8 + (lane & 7)) * pitch_bytes +
+                            (c_local + (m & 1) * 8) * 2;
+#pragma unroll
+    for (int s = 0; s < kStageBytes / 32; ++s) {  // k16 steps of 32 bytes
+      uint32_t a[4];
+      ptx::ldmatrix_x4(a, ring_slot + swizzled(row, 2 * s + (m >> 1)));
+      if constexpr (kTiles == 2) {
+        uint32_t b[4];
+        ptx::ldmatrix_x4(b, x_addr + s * 32);
+        ptx::mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
+        ptx::mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
+      } else {
+        uint32_t b[2];
+        ptx::ldmatrix_x2(b, x_addr + s * 32);
+        ptx::mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
+      }
+    }
+  }
+
+  __device__ __forceinline__ void store(float* partial, int warp, int lane) {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int column = warp * 16 + g + (j >= 2 ? 8 : 0);
+        const int b = n * 8 + 2 * t + (j & 1);
+        partial[b * kCols + column] = acc[n][j];
+      }
+    }
+  }
+};
+
+// CUDA cores (float32, float64). Lane (group, chunk) = (lane / 8, lane % 8):
+// 4 weight rows 16w + 4 group + j, one 16-byte chunk of each stage row;
+// the 8 chunk lanes' sums meet by shuffles at the end.
+template <typename T, int kRows>
+struct SimtMath {
+  using acc_t = typename AccType<T>::type;
+  using V = Vec16<T>;
+  static constexpr int kRowsPerLane = 4;
+  acc_t acc[kRowsPerLane][kRows] = {};
+
+  // slab points at the stage's first column.
+  __device__ __forceinline__ void stage(const unsigned char* ring_slot,
+                                        const T* slab, int64_t pitch, int warp,
+                                        int lane) {
+    const int group = lane / 8, chunk = lane % 8;
+    V w[kRowsPerLane];
+#pragma unroll
+    for (int j = 0; j < kRowsPerLane; ++j) {
+      const int row = warp * 16 + group * kRowsPerLane + j;
+      w[j] = *reinterpret_cast<const V*>(ring_slot + swizzled(row, chunk));
+    }
+#pragma unroll
+    for (int b = 0; b < kRows; ++b) {
+      const V xv =
+          *reinterpret_cast<const V*>(slab + b * pitch + chunk * V::kSize);
+#pragma unroll
+      for (int e = 0; e < V::kSize; ++e) {
+#pragma unroll
+        for (int j = 0; j < kRowsPerLane; ++j) {
+          acc[j][b] += to_acc(xv.v[e]) * to_acc(w[j].v[e]);
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ void store(acc_t* partial, int warp, int lane) {
+    const int group = lane / 8, chunk = lane % 8;
+#pragma unroll
+    for (int j = 0; j < kRowsPerLane; ++j) {
+#pragma unroll
+      for (int b = 0; b < kRows; ++b) {
+        acc_t v = acc[j][b];
+        v += __shfl_xor_sync(0xffffffffu, v, 1);
+        v += __shfl_xor_sync(0xffffffffu, v, 2);
+        v += __shfl_xor_sync(0xffffffffu, v, 4);
+        if (b % 8 == chunk) {
+          partial[b * kCols + warp * 16 + group * kRowsPerLane + j] = v;
+        }
+      }
+    }
+  }
+};
+
+template <typename T, int kRows>
+using Math =
+    std::conditional_t<sizeof(T) == 2, MmaMath<T, kRows>, SimtMath<T, kRows>>;
+
+template <typename T, int kRows>
+__global__ void __launch_bounds__(kThreads)
+    gather_linear_stream_kernel(const __grid_constant__ CUtensorMap weight_map,
+                                const GatherLinearParams<T> p, const Layout l) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using acc_t = typename AccType<T>::type;
+  constexpr int kStageC = kStageBytes / sizeof(T);
+  namespace cg = cooperative_groups;
+
+  extern __shared__ unsigned char smem[];
+  // [ring_stages][kCols][kStageBytes], on the swizzle's 1024-byte period
+  // (offsetting the array keeps the compiler's knowledge that these are
+  // shared-memory addresses).
+  unsigned char* ring = smem + ((1024 - (ptx::smem_addr(smem) & 1023)) & 1023);
+  T* slab = reinterpret_cast<T*>(ring + l.ring_stages * kStageTileBytes);
+  acc_t* partial = reinterpret_cast<acc_t*>(slab + kRows * l.slab_pitch);
+  acc_t* bias = partial + kRows * kCols;  // [kCols]
+  uint64_t* full = reinterpret_cast<uint64_t*>(bias + kCols);
+  uint64_t* empty = full + l.ring_stages;
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int split = blockIdx.x;  // the block's rank in its cluster
+  const int splits = gridDim.x;
+  const int64_t k0 = int64_t{blockIdx.y} * kCols;
+  const int64_t b0 = int64_t{blockIdx.z} * kRows;
+  const int64_t C = p.R * p.H;
+  const int64_t total_stages = (C + kStageC - 1) / kStageC;
+  const int64_t stage0 = split * l.stages_per_split;
+  const int64_t stages =
+      max(int64_t{0}, min(l.stages_per_split, total_stages - stage0));
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < l.ring_stages; ++i) {
+      ptx::mbarrier_init(&full[i], 1);
+      ptx::mbarrier_init(&empty[i], kConsumerWarps);
+    }
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warp == kConsumerWarps) {
+    // Producer: one lane keeps the ring full, kIssueGroup stages at a time.
+    // Slot and lap advance by counting (the ring's depth is a runtime
+    // value, and a division by it would cost more than a stage's math).
+    if (lane == 0) {
+      ptx::prefetch_tensor_map(&weight_map);
+      int slot = 0;
+      uint32_t lap = 0;
+      for (int64_t i0 = 0; i0 < stages; i0 += kIssueGroup) {
+        const int n = static_cast<int>(min(int64_t{kIssueGroup}, stages - i0));
+        int s = slot;
+        uint32_t s_lap = lap;
+        for (int q = 0; q < n; ++q) {
+          if (s_lap > 0) ptx::mbarrier_wait(&empty[s], (s_lap - 1) & 1);
+          if (++s == l.ring_stages) s = 0, ++s_lap;
+        }
+        for (int q = 0; q < n; ++q) {
+          ptx::mbarrier_arrive_expect_tx(&full[slot], kStageTileBytes);
+          ptx::tma_load_2d(ring + slot * kStageTileBytes, &weight_map,
+                           &full[slot],
+                           static_cast<int32_t>((stage0 + i0 + q) * kStageC),
+                           static_cast<int32_t>(k0));
+          if (++slot == l.ring_stages) slot = 0, ++lap;
+        }
+      }
+    }
+  } else {
+    if (threadIdx.x < kCols) {
+      const int64_t k = k0 + threadIdx.x;
+      bias[threadIdx.x] = p.bias != nullptr && k < p.K
+                              ? to_acc(p.bias[k * p.bias_stride])
+                              : acc_t(0);
+    }
+    load_slab<T, kRows>(p, slab, l, b0, stage0 * kStageC, stages * kStageC,
+                        threadIdx.x, kConsumerWarps * 32);
+    ptx::cp_async_wait_all();
+    ptx::named_barrier_sync(1, kConsumerWarps * 32);
+    Math<T, kRows> math;
+    int slot = 0;
+    uint32_t lap = 0;
+    for (int64_t i = 0; i < stages; ++i) {
+      ptx::mbarrier_wait(&full[slot], lap & 1);
+      const unsigned char* tile = ring + slot * kStageTileBytes;
+      const uint32_t c_local = static_cast<uint32_t>(i * kStageC);
+      if constexpr (sizeof(T) == 2) {
+        math.stage(ptx::smem_addr(tile), ptx::smem_addr(slab),
+                   static_cast<uint32_t>(l.slab_pitch * 2), c_local, warp,
+                   lane);
+      } else {
+        math.stage(tile, slab + c_local, l.slab_pitch, warp, lane);
+      }
+      __syncwarp();
+      if (lane == 0) ptx::mbarrier_arrive(&empty[slot]);
+      if (++slot == l.ring_stages) slot = 0, ++lap;
+    }
+    math.store(partial, warp, lane);
+  }
+
+  // Epilogue: split q sums the slice q of the tile over all splits' partials,
+  // in split order.
+  constexpr int kTile = kRows * kCols;
+  const int first = kTile * split / splits;
+  const int last = kTile * (split + 1) / splits;
+  cg::cluster_group cluster = cg::this_cluster();
+  __syncthreads();                 // this block's partials are written
+  if (splits > 1) cluster.sync();  // and every other split's
+  for (int e = first + threadIdx.x; e < last; e += kThreads) {
+    acc_t v = 0;
+    for (int q = 0; q < splits; ++q) {
+      v += splits > 1 ? cluster.map_shared_rank(partial, q)[e] : partial[e];
+    }
+    const int64_t b = b0 + e / kCols;
+    const int64_t k = k0 + e % kCols;
+    if (b < p.B && k < p.K) {
+      p.out[b * p.out_stride_b + k * p.out_stride_k] =
+          from_acc<T>(v + bias[e % kCols]);
+    }
+  }
+  if (splits > 1) cluster.sync();  // no block leaves while others read it
+#else
+  __trap();  // routed to sm_90 only (kernel_choice.h)
+#endif
+}
+
+}  // namespace fgl::cuda::stream

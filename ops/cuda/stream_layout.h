@@ -1,0 +1,37 @@
+// The streaming kernel's fixed geometry and per-launch layout, shared by the
+// kernel (stream_kernel.cuh) and the policy that plans it (kernel_choice.h).
+// Plain C++: no CUDA type.
+#pragma once
+
+#include <cstdint>
+
+namespace fgl::cuda::stream {
+
+constexpr int kCols = 64;          // weight rows (output columns) per block
+constexpr int kStageBytes = 128;   // bytes of one weight row per stage: the
+                                   // copy engine's 128-byte swizzle span
+constexpr int kConsumerWarps = 4;  // 16 weight rows each
+constexpr int kThreads = (kConsumerWarps + 1) * 32;  // + one producer warp
+constexpr int kStageTileBytes = kCols * kStageBytes;
+constexpr int kIssueGroup = 2;        // stages the producer issues back to back
+constexpr int kMaxClusterSplits = 8;  // the portable cluster size
+
+/// The per-launch layout the host chose (kernel_choice.h's StreamPlan).
+struct Layout {
+  int64_t stages_per_split;  // weight stages each block streams
+  int64_t slab_pitch;        // elements per slab row
+  int ring_stages;           // shared-memory stages in flight
+  bool x_vectors;            // x rows load as 16-byte vectors
+};
+
+/// Dynamic shared memory of one block: ring (with its two mbarriers per
+/// stage), x slab, partial sums, bias, and slack to align the ring to the
+/// swizzle's 1024-byte period.
+constexpr int64_t smem_bytes(int ring_stages, int rows, int64_t slab_pitch,
+                             int element_size, int acc_size) {
+  return 1024 + int64_t{ring_stages} * (kStageTileBytes + 16) +
+         int64_t{rows} * slab_pitch * element_size +
+         int64_t{rows + 1} * kCols * acc_size;
+}
+
+}  // namespace fgl::cuda::stream
