@@ -6,7 +6,8 @@
 # given (default: gpu-logs/), eight files at most; a summary is printed last.
 # Usage: scripts/gpu_check.sh [LOG_DIR] [fgl_bench args...]
 # FGL_GPU_CTEST_ARGS narrows the test step when GPU time is short, e.g.
-#   FGL_GPU_CTEST_ARGS='-R Cuda|Sweep|OnGpu|cuda[.]' (the CUDA-touching tests).
+#   FGL_GPU_CTEST_ARGS='-R Cuda|Sweep|OnGpu|StreamKernel|cuda[.]' (the
+#   CUDA-touching tests).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 logs="$(mkdir -p "${1:-gpu-logs}" && cd "${1:-gpu-logs}" && pwd)"
