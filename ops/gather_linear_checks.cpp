@@ -116,6 +116,16 @@ void check_gather_linear_out(const at::Tensor& out, const at::Tensor& x,
   check_out(out, x, weight, bias, s);
 }
 
+bool out_may_overlap_inputs(const at::Tensor& out, const at::Tensor& x,
+                            const at::Tensor& weight,
+                            const std::optional<at::Tensor>& bias) {
+  const auto undecided = [&](const at::Tensor& input) {
+    return at::get_overlap_status(out, input) == at::MemOverlapStatus::TooHard;
+  };
+  return undecided(x) || undecided(weight) ||
+         (bias.has_value() && bias->defined() && undecided(*bias));
+}
+
 void check_gather_linear_out_symint(const at::Tensor& out, const at::Tensor& x,
                                     const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias,

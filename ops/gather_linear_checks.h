@@ -35,7 +35,7 @@ SymGatherLinearSizes check_gather_linear_inputs_symint(
     const std::optional<at::Tensor>& bias);
 
 /// Checks that `out` is [B, K] with x's dtype and device and shares no memory
-/// with the inputs.
+/// with the inputs, where that can be decided (dense tensors).
 void check_gather_linear_out(const at::Tensor& out, const at::Tensor& x,
                              const at::Tensor& weight,
                              const std::optional<at::Tensor>& bias,
@@ -44,5 +44,13 @@ void check_gather_linear_out_symint(const at::Tensor& out, const at::Tensor& x,
                                     const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias,
                                     const SymGatherLinearSizes& sizes);
+
+/// Whether `out` may overlap an input although check_gather_linear_out passed:
+/// it shares an input's storage and one of the two is not dense, where ATen's
+/// overlap test gives up. The backends then compute into a fresh tensor and
+/// copy it into `out`, so every input is read before `out` is written.
+bool out_may_overlap_inputs(const at::Tensor& out, const at::Tensor& x,
+                            const at::Tensor& weight,
+                            const std::optional<at::Tensor>& bias);
 
 }  // namespace fgl::detail

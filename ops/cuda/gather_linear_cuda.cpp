@@ -128,6 +128,12 @@ at::Tensor& gather_linear_out_cuda(const at::Tensor& x,
                                    at::Tensor& out) {
   const auto s = detail::check_gather_linear_inputs(x, weight, bias);
   detail::check_gather_linear_out(out, x, weight, bias, s);
+  if (detail::out_may_overlap_inputs(out, x, weight, bias)) {
+    at::Tensor fresh = at::empty({s.B, s.K}, x.options());
+    run(x, weight, bias, s, fresh);
+    out.copy_(fresh);
+    return out;
+  }
   run(x, weight, bias, s, out);
   return out;
 }
