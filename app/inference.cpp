@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <sstream>
+#include <utility>
 
 #include "check.h"
 #include "errors.h"
@@ -67,14 +68,34 @@ void require_readable_file(const std::string& path, const char* what,
   }
 }
 
-// Fails before any work when the output can obviously not be created.
-void require_creatable_output(const std::string& path) {
+// Fails before any work when the output can obviously not be created, or
+// would replace something that is not a results file: a link, device node
+// or FIFO, or one of the run's own input files.
+void require_creatable_output(const InferOptions& o) {
+  const std::string& path = o.output;
   const std::string dir = models::parent_directory(path);
   const std::string hint =
       "choose an --output path in an existing, writable directory";
   if (models::is_directory(path)) {
     throw AppError(kExitCantCreate, "output " + path + " is a directory",
                    "give a file name, e.g. --output " + path + "/y.pt");
+  }
+  if (models::is_special_file(path)) {
+    throw AppError(kExitCantCreate,
+                   "output " + path +
+                       " exists and is not a regular file (a link, device "
+                       "node, FIFO or socket)",
+                   "give a new file name or a regular file to replace");
+  }
+  for (const auto& [option, input] :
+       {std::pair{"--input", &o.input}, std::pair{"--weights", &o.weights},
+        std::pair{"--model", &o.model}}) {
+    if (!input->empty() && models::same_file(path, *input)) {
+      throw AppError(
+          kExitUsage,
+          "--output " + path + " is the same file as " + option + " " + *input,
+          "write the results to another file");
+    }
   }
   if (!models::is_directory(dir)) {
     throw AppError(kExitCantCreate,
@@ -299,7 +320,7 @@ void benchmark(const ModelPaths& model, const Chunks& chunks,
 InferReport run_inference(const InferOptions& o) {
   c10::InferenceMode inference_mode;
   if (!o.output.empty()) {
-    require_creatable_output(o.output);
+    require_creatable_output(o);
   }
   const c10::Device device = resolve_device(o.device);
   const bool demo = o.input.empty();

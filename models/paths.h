@@ -20,6 +20,13 @@ bool is_directory(const std::string& path);
 /// A plain file (not a directory, FIFO, socket or device), links followed.
 bool is_regular_file(const std::string& path);
 
+/// Whether something other than a regular file sits at `path` itself: a
+/// symbolic link, directory, FIFO, socket or device (links not followed).
+bool is_special_file(const std::string& path);
+
+/// Whether `a` and `b` name one existing file (links followed).
+bool same_file(const std::string& a, const std::string& b);
+
 /// The size of `path` in bytes; -1 when it cannot be stat'ed.
 int64_t file_size(const std::string& path);
 

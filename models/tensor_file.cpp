@@ -208,6 +208,13 @@ void write_atomically(const std::string& path, const std::vector<char>& bytes) {
     ::unlink(name.c_str());
     TORCH_CHECK(false, "cannot write ", path, ": ", std::strerror(err));
   }
+  // rename would replace a link, FIFO or device node at `path` by a regular
+  // file (as root even /dev/null): only regular files are replaced.
+  if (is_special_file(path)) {
+    ::unlink(name.c_str());
+    TORCH_CHECK(false, "not replacing ", path,
+                ": it exists and is not a regular file");
+  }
   if (::rename(name.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(name.c_str());

@@ -192,6 +192,27 @@ TEST_F(WeightsTest, FailedWritesLeaveNoFile) {
   EXPECT_TRUE(entries().empty());
 }
 
+TEST_F(WeightsTest, WritesReplaceOnlyRegularFiles) {
+  // A symbolic link at the target stays a link (and its target untouched),
+  // where rename would have replaced it by a regular file.
+  { std::ofstream(path("kept.pt")) << "keep"; }
+  ASSERT_EQ(::symlink(path("kept.pt").c_str(), path("link.pt").c_str()), 0);
+  EXPECT_TRUE(throws_with(
+      [&] {
+        models::write_tensor_file(path("link.pt"), Layout::kTensor, {"x"},
+                                  {randn({2})});
+      },
+      {"not replacing", "link.pt", "not a regular file"}));
+  EXPECT_TRUE(models::is_special_file(path("link.pt")));
+  EXPECT_EQ(models::file_size(path("kept.pt")), 4);
+  EXPECT_EQ(entries().size(), 2u);  // no temporary file left
+  // A regular file is replaced.
+  models::write_tensor_file(path("kept.pt"), Layout::kTensor, {"x"},
+                            {randn({2})});
+  EXPECT_FALSE(models::is_special_file(path("kept.pt")));
+  EXPECT_TRUE(models::same_file(path("link.pt"), path("kept.pt")));
+}
+
 TEST_F(WeightsTest, UnreadableFiles) {
   EXPECT_TRUE(throws_with([&] { models::read_tensor_file(path("none.pt")); },
                           {"cannot open"}));

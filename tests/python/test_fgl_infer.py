@@ -427,6 +427,33 @@ def test_missing_weights(tmp_path, problem):
                  tmp_path=tmp_path)
 
 
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_output_that_is_not_a_regular_file_is_kept(tmp_path, problem, kind):
+    target = tmp_path / "y.pt"
+    if kind == "symlink":
+        (tmp_path / "elsewhere.pt").write_bytes(b"keep")
+        target.symlink_to(tmp_path / "elsewhere.pt")
+    else:
+        os.mkfifo(target)
+    result = run("--input", tmp_path / "x.pt", "--weights", tmp_path / "w.pt",
+                 "--output", target)
+    assert_error(result, CANTCREAT, "is not a regular file")
+    assert target.is_symlink() if kind == "symlink" else target.is_fifo()
+    assert not any(p.name.startswith(".y.pt") for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("option", ["--input", "--weights"])
+def test_output_that_is_an_input_is_refused(tmp_path, problem, option):
+    name = "x.pt" if option == "--input" else "w.pt"
+    before = (tmp_path / name).read_bytes()
+    # The same file under another name: a hard link.
+    os.link(tmp_path / name, tmp_path / "alias.pt")
+    result = run("--input", tmp_path / "x.pt", "--weights", tmp_path / "w.pt",
+                 "--output", tmp_path / "alias.pt")
+    assert_error(result, USAGE, "is the same file as " + option)
+    assert (tmp_path / name).read_bytes() == before
+
+
 def test_directory_instead_of_file(tmp_path, problem):
     (tmp_path / "dir.pt").mkdir()
     result = run("--input", tmp_path / "dir.pt", "--weights",
