@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "models/pickle_values.h"
 #include "models/zip_check.h"
 
 namespace fgl::models {
@@ -56,6 +57,18 @@ class PickleMachine {
   PickleMachine(caffe2::serialize::PyTorchStreamReader& archive,
                 const std::vector<char>& pickle)
       : archive_(archive), data_(pickle) {}
+  PickleMachine(const PickleMachine&) = delete;
+  PickleMachine& operator=(const PickleMachine&) = delete;
+  // Whatever the pickle built, however deep, goes without recursion: every
+  // container it made is held in created_ until here (so none is freed
+  // recursively by a POP or an overwrite on the way), then all are dropped
+  // together.
+  ~PickleMachine() {
+    std::vector<c10::IValue> values = std::move(created_);
+    for (auto& item : stack_) values.push_back(std::move(item.value));
+    for (auto& entry : memo_) values.push_back(std::move(entry.second.value));
+    destroy_values(std::move(values));
+  }
 
   c10::IValue run() {
     while (true) {
@@ -63,7 +76,14 @@ class PickleMachine {
       if (op == '.') {  // STOP
         TORCH_CHECK(stack_.size() == 1, "pickle ends with ", stack_.size(),
                     " values on its stack");
-        return value(pop());
+        c10::IValue root = value(pop());
+        try {
+          check_value_graph(root);
+        } catch (...) {
+          destroy_value(std::move(root));
+          throw;
+        }
+        return root;
       }
       step(op);
     }
@@ -119,9 +139,27 @@ class PickleMachine {
     }
     return {out.rbegin(), out.rend()};
   }
-  void push(c10::IValue v) { stack_.push_back(Item{std::move(v)}); }
+  void push(c10::IValue v) {
+    if (v.isList() || v.isGenericDict() || v.isTuple()) created_.push_back(v);
+    stack_.push_back(Item{std::move(v)});
+  }
+  // Tuples can be dict keys, which are hashed and compared recursively
+  // while the pickle runs: their nesting is bounded as they are made.
   void push_tuple(std::vector<c10::IValue> elements) {
-    push(c10::ivalue::Tuple::create(std::move(elements)));
+    int64_t depth = 1;
+    for (const auto& e : elements) {
+      if (e.isTuple()) {
+        const auto it = tuple_depth_.find(e.internalToPointer());
+        depth =
+            std::max(depth, (it != tuple_depth_.end() ? it->second : 1) + 1);
+      }
+    }
+    TORCH_CHECK(depth <= kMaxPickleNesting,
+                "the pickle nests tuples more than ", kMaxPickleNesting,
+                " deep");
+    auto tuple = c10::ivalue::Tuple::create(std::move(elements));
+    tuple_depth_[tuple.get()] = depth;
+    push(std::move(tuple));
   }
   c10::IValue& top() {
     TORCH_CHECK(!stack_.empty(), "the pickle reads an empty stack");
@@ -413,6 +451,8 @@ class PickleMachine {
   std::vector<Item> stack_;
   std::unordered_map<uint32_t, Item> memo_;
   std::unordered_map<std::string, at::Tensor> storages_;
+  std::unordered_map<const void*, int64_t> tuple_depth_;
+  std::vector<c10::IValue> created_;  // every container, see ~PickleMachine
 };
 
 // Emits protocol-2 pickle opcodes; tensors become storages written as

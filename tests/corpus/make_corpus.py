@@ -77,6 +77,46 @@ def forged(tensor, data=b"\0" * 16):
     return buf.getvalue()
 
 
+def raw_pickle(pkl, compress=False):
+    """A torch.save zip around a hand-written pickle program (deflated when
+    `compress`: the deep ones are megabytes of repeated opcodes)."""
+    buf = io.BytesIO()
+    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    records = {"archive/data.pkl": pkl, "archive/byteorder": b"little",
+               "archive/version": b"3\n"}
+    with zipfile.ZipFile(buf, "w", method) as z:
+        for name, content in records.items():
+            info = zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            z.writestr(info, content)
+    return buf.getvalue()
+
+
+def crafted_pickles():
+    """Pickle programs that build what no torch.save writes: a list inside
+    itself, nesting a million deep (readers and destructors recurse), and a
+    list holding the previous one twice, 40 times over (2^40 entries when
+    walked as a tree)."""
+    deep = 10 ** 6
+    doubling = b"\x80\x02]q\x000"  # memo 0 = [], popped
+    for i in range(40):  # memo i+1 = [memo i, memo i], popped
+        doubling += (b"(h" + bytes([i]) + b"h" + bytes([i]) + b"lq" +
+                     bytes([i + 1]) + b"0")
+    doubling += b"h" + bytes([40])
+    return {
+        "cyclic_list.pt": raw_pickle(b"\x80\x02]2a."),
+        "deep_list.pt": raw_pickle(b"\x80\x02" + b"]" * deep +
+                                   b"a" * (deep - 1) + b".", compress=True),
+        # The deep list popped: a small result, a million-deep leftover.
+        "deep_list_popped.pt": raw_pickle(
+            b"\x80\x02" + b"]" * deep + b"a" * (deep - 1) + b"0].",
+            compress=True),
+        "deep_tuple.pt": raw_pickle(b"\x80\x02)" + b"\x85" * deep + b".",
+                                    compress=True),
+        "memo_doubling.pt": raw_pickle(doubling + b"."),
+    }
+
+
 def without_record(data, suffix):
     src = zipfile.ZipFile(io.BytesIO(data))
     buf = io.BytesIO()
@@ -132,6 +172,7 @@ def bad_files():
     rng = random.Random(7)
     x = saved(torch.randn(2, 3, 4))
     big = 2 ** 40
+    crafted = crafted_pickles()
     return {
         "empty.pt": (b"", 65, "is empty"),
         "random.bin": (bytes(rng.randrange(256) for _ in range(512)), 65,
@@ -148,6 +189,16 @@ def bad_files():
         # As weights, nested containers are a checkpoint without "weight".
         "nested.pt": (saved({"a": [[{"b": torch.ones(2, 3, 4)}]]}), 65,
                       "not a tensor", "has no 'weight' or 'proj.weight'"),
+        "cyclic_list.pt": (crafted["cyclic_list.pt"], 65,
+                           "puts a container inside itself"),
+        "deep_list.pt": (crafted["deep_list.pt"], 65,
+                         "nests containers more than 1000 deep"),
+        "deep_list_popped.pt": (crafted["deep_list_popped.pt"], 65,
+                                "holds no tensors"),
+        "deep_tuple.pt": (crafted["deep_tuple.pt"], 65,
+                          "nests tuples more than 1000 deep"),
+        "memo_doubling.pt": (crafted["memo_doubling.pt"], 65,
+                             "expand to more than 16777216 entries"),
         "absurd_numel.pt": (forged(_Tensor(_Storage(2 ** 40), (big, big),
                                            (big, 1))),
                             65, "storage 0 holds 16 bytes"),
@@ -212,6 +263,9 @@ def main():
     torch.jit.save(torch.jit.script(holder), ts)
     write(os.path.join(FUZZ, "fuzz_tensor_file", "torchscript.pt"),
           ts.getvalue())
+    for name, data in crafted_pickles().items():
+        write(os.path.join(FUZZ, "fuzz_torch_save", name), data)
+        write(os.path.join(FUZZ, "fuzz_tensor_file", name), data)
     for name, data in st.items():
         write(os.path.join(FUZZ, "fuzz_safetensors_header", name), data)
         write(os.path.join(FUZZ, "fuzz_tensor_file", name), data)

@@ -1,0 +1,35 @@
+// Safety of the value graphs a pickle builds. A pickle is a program: with
+// its memo and its mutating opcodes (APPEND, SETITEM, ...) a few hundred
+// bytes can build a list that contains itself, containers nested a million
+// deep, or a DAG whose tree-shaped walk never ends. Readers walk values
+// recursively and ATen destroys them recursively, so such graphs are
+// refused before anyone walks them, and destroyed without recursion.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace fgl::models {
+
+/// Containers may nest at most this deep (Python's own recursion limit).
+constexpr int64_t kMaxPickleNesting = 1000;
+/// A value graph may expand to at most this many values when every shared
+/// value is counted at each place it appears (as a recursive walk sees it).
+constexpr int64_t kMaxPickleValues = int64_t{1} << 24;
+
+/// Throws c10::Error naming the problem when the graph under `root` holds a
+/// container inside itself, nests deeper than kMaxPickleNesting, or expands
+/// past kMaxPickleValues. Iterative: any graph is checked safely.
+void check_value_graph(const c10::IValue& root);
+
+/// Drops `values` without recursion: containers that nothing else holds are
+/// emptied into a work list before they are destroyed. (A container that
+/// holds itself is held elsewhere too, so it is left, not freed.) Pass
+/// values by moving them in: a copy left behind would be destroyed
+/// recursively.
+void destroy_values(std::vector<c10::IValue> values);
+void destroy_value(c10::IValue value);
+
+}  // namespace fgl::models
