@@ -8,8 +8,8 @@
 namespace fgl::cuda {
 namespace {
 
-constexpr int kStreamArch =
-    90;  // the architecture the kernels were measured on
+// The architecture the streaming kernel was built and measured for.
+constexpr int kStreamArch = 90;
 // Rows of B up to which the streaming kernel beat cat + cuBLAS in every
 // measured problem on the H200 (bench/NOTES.md, "CUDA routing"): 16 in
 // float16/bfloat16, 32 in float32. float64 was not measured: cuBLAS keeps it.
@@ -19,8 +19,8 @@ constexpr int64_t kMaxStreamRowsFloat = 32;
 // cuBLAS: too little weight to stream for the arithmetic per byte (the
 // 4,12,32,56 problem).
 constexpr int64_t kMinSimtWeightBytes = 1 << 20;
-// The weight ring's depth: at most this many stages, and at least kMinRing
-// beside the x slab (fewer leave too few bytes in flight).
+// The weight ring's depth: at most kMaxRingStages, and at least
+// kMinRingStages beside the x slab (fewer leave too few bytes in flight).
 constexpr int kMaxRingStages = 16;
 constexpr int kMinRingStages = 4;
 // A cluster's reduction costs about as much as streaming this many stages.
