@@ -3,7 +3,9 @@
 // the exit-code mapping lives in the fgl_infer library (app/).
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <iostream>
+#include <string>
 
 #include "errors.h"
 #include "inference.h"
@@ -29,7 +31,10 @@ int fail(bool json, int code, const std::string& what,
 
 int main(int argc, char** argv) {
   using namespace fgl::app;
-  bool json = false;
+  // Known before parsing, so that usage errors come as JSON too.
+  bool json = std::any_of(argv + 1, argv + argc, [](const char* arg) {
+    return std::string(arg) == "--json";
+  });
   try {
     const Command command = parse_command_line(argc, argv);
     if (command.kind != Command::Kind::kRun) {

@@ -2,7 +2,11 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cxxopts.hpp>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -44,6 +48,49 @@ Exit codes: 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,
 
 [[noreturn]] void usage_error(const std::string& what) {
   throw AppError(kExitUsage, what, "run fgl_infer --help for the options");
+}
+
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// The names PyTorch users type for a dtype, to the one the program uses.
+std::string canonical_dtype(const std::string& name) {
+  static const std::map<std::string, std::string> aliases{
+      {"float", "float32"}, {"fp32", "float32"},  {"half", "float16"},
+      {"fp16", "float16"},  {"bf16", "bfloat16"}, {"double", "float64"},
+      {"fp64", "float64"}};
+  const std::string lower = lowercase(name);
+  const auto it = aliases.find(lower);
+  return it != aliases.end() ? it->second : lower;
+}
+
+// A byte count: digits with an optional binary unit, K/KB/KiB to T/TB/TiB
+// (any case; 1G = 2^30 bytes).
+int64_t parse_bytes(const std::string& text, const char* option) {
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    usage_error(std::string(option) + " expects a byte count such as 4096, " +
+                "512M or 16G, got '" + text + "'");
+  }
+  static const std::map<std::string, int> shifts{
+      {"", 0},    {"k", 10},   {"kb", 10}, {"kib", 10}, {"m", 20},
+      {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30},  {"gib", 30},
+      {"t", 40},  {"tb", 40},  {"tib", 40}};
+  const auto unit = shifts.find(lowercase(text.substr(used)));
+  if (unit == shifts.end()) {
+    usage_error(std::string(option) + ": unknown unit in '" + text +
+                "'; use K, M, G or T (binary: 1G = 2^30 bytes)");
+  }
+  if (value > 0 && value > (INT64_MAX >> unit->second)) {
+    usage_error(std::string(option) + " " + text + " is too large");
+  }
+  return value > 0 ? value << unit->second : value;
 }
 
 void validate(const InferOptions& o) {
@@ -131,7 +178,8 @@ Command parse_command_line(int argc, const char* const* argv) {
      cxxopts::value<double>(), "X")
     ("device", "auto, cpu, cuda or cuda:N",
      cxxopts::value<std::string>()->default_value("auto"), "DEV")
-    ("dtype", "auto (the input's), float32, float16, bfloat16, float64",
+    ("dtype", "auto (the input's), float32, float16, bfloat16, float64 "
+     "(also fp32, float, fp16, half, bf16, fp64, double)",
      cxxopts::value<std::string>()->default_value("auto"), "T")
     ("warmup", "untimed calls before timing",
      cxxopts::value<int>()->default_value("5"), "N")
@@ -140,9 +188,9 @@ Command parse_command_line(int argc, const char* const* argv) {
     ("json", "print one JSON summary on stdout")
     ("log-level", std::string("stderr log level: ") + log::kLevels,
      cxxopts::value<std::string>()->default_value("info"), "LEVEL")
-    ("max-input-bytes", "refuse --input/--weights files larger than N bytes",
-     cxxopts::value<int64_t>()->default_value(
-         std::to_string(kDefaultMaxInputBytes)), "N")
+    ("max-input-bytes", "refuse --input/--weights files larger than N bytes "
+     "(K, M, G, T: binary units; default 16G)",
+     cxxopts::value<std::string>(), "N")
     ("version", "print the version")
     ("h,help", "print this help");
   // clang-format on
@@ -183,12 +231,16 @@ Command parse_command_line(int argc, const char* const* argv) {
       o.rtol = args["rtol"].as<double>();
     }
     o.device = args["device"].as<std::string>();
-    o.dtype = args["dtype"].as<std::string>();
+    o.dtype = canonical_dtype(args["dtype"].as<std::string>());
     o.warmup = args["warmup"].as<int>();
     o.iters = args["iters"].as<int>();
     o.json = args.count("json") > 0;
-    o.log_level = args["log-level"].as<std::string>();
-    o.max_input_bytes = args["max-input-bytes"].as<int64_t>();
+    o.log_level = lowercase(args["log-level"].as<std::string>());
+    if (o.log_level == "warning") o.log_level = "warn";  // as the log prints it
+    if (args.count("max-input-bytes")) {
+      o.max_input_bytes = parse_bytes(args["max-input-bytes"].as<std::string>(),
+                                      "--max-input-bytes");
+    }
   } catch (const cxxopts::exceptions::exception& e) {
     usage_error(e.what());
   }

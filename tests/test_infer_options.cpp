@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "errors.h"
@@ -44,6 +45,30 @@ TEST(InferOptions, MaxInputBytes) {
   EXPECT_EQ(parse({"--max-input-bytes", "4096"}).options.max_input_bytes, 4096);
   expect_usage_error({"--max-input-bytes", "0"}, "must be > 0");
   expect_usage_error({"--max-input-bytes=-5"}, "must be > 0");
+  // Binary units, any case.
+  EXPECT_EQ(parse({"--max-input-bytes", "1G"}).options.max_input_bytes,
+            int64_t{1} << 30);
+  EXPECT_EQ(parse({"--max-input-bytes", "512mib"}).options.max_input_bytes,
+            int64_t{512} << 20);
+  EXPECT_EQ(parse({"--max-input-bytes", "3K"}).options.max_input_bytes, 3072);
+  expect_usage_error({"--max-input-bytes", "1Q"},
+                     "--max-input-bytes: unknown unit in '1Q'");
+  expect_usage_error({"--max-input-bytes", "lots"},
+                     "--max-input-bytes expects a byte count");
+  expect_usage_error({"--max-input-bytes", "9999999999T"}, "is too large");
+}
+
+TEST(InferOptions, AcceptsTheNamesPyTorchUsersType) {
+  const std::pair<const char*, const char*> dtypes[] = {
+      {"fp32", "float32"},   {"float", "float32"}, {"half", "float16"},
+      {"fp16", "float16"},   {"bf16", "bfloat16"}, {"BFloat16", "bfloat16"},
+      {"double", "float64"}, {"fp64", "float64"},  {"float16", "float16"}};
+  for (const auto& [typed, canonical] : dtypes) {
+    EXPECT_EQ(parse({"--dtype", typed}).options.dtype, canonical) << typed;
+  }
+  EXPECT_EQ(parse({"--log-level", "warning"}).options.log_level, "warn");
+  EXPECT_EQ(parse({"--log-level", "WARN"}).options.log_level, "warn");
+  EXPECT_EQ(parse({"--log-level", "Debug"}).options.log_level, "debug");
 }
 
 TEST(InferOptions, ParsesEverything) {

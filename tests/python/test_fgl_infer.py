@@ -656,6 +656,14 @@ def test_output_in_a_read_only_directory(tmp_path, problem):
         locked.chmod(0o700)
 
 
+def test_usage_errors_come_as_json_too():
+    result = run("--json", "--dtype", "float8")
+    assert result.returncode == USAGE
+    summary = json.loads(result.stdout)
+    assert summary["exit_code"] == USAGE
+    assert "unknown --dtype 'float8'" in summary["error"] and summary["hint"]
+
+
 def test_errors_come_as_json_too(tmp_path, problem):
     result = run("--input", tmp_path / "nope.pt", "--weights",
                  tmp_path / "w.pt", "--json")
