@@ -391,7 +391,6 @@ InferReport run_inference(const InferOptions& o) {
               return 0;
             });
     report.output = o.output;
-    log::info("wrote " + o.output);
   }
   return report;
 }

@@ -169,7 +169,8 @@ Command parse_command_line(int argc, const char* const* argv) {
      cxxopts::value<std::string>(), "PREFIX")
     ("output", "write results (B, K), structured like the input",
      cxxopts::value<std::string>(), "FILE")
-    ("batch-size", "split batches along B into chunks of N rows",
+    ("batch-size", "split batches along B into chunks of N rows (0: whole "
+     "batches)",
      cxxopts::value<int64_t>()->default_value("0"), "N")
     ("no-check", "skip the comparison with the reference path")
     ("atol", "absolute tolerance of the check (default: by dtype)",

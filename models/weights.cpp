@@ -71,8 +71,8 @@ LinearWeights read_weights(const std::string& path, const std::string& prefix) {
 GatherLinearOptions options_for(const LinearWeights& weights, int64_t R,
                                 int64_t H) {
   TORCH_CHECK(R * H == weights.in_features(), "x and the weights disagree: x ",
-              "has R=", R, " and H=", H, " (R*H=", R * H, ") but the weight ",
-              weights.prefix, "weight has shape ", weights.weight.sizes(),
+              "has R=", R, " and H=", H, " (R*H=", R * H, ") but '",
+              weights.prefix, "weight' has shape ", weights.weight.sizes(),
               " (K=", weights.K(), ", R*H=", weights.in_features(), ")");
   return GatherLinearOptions(R, H, weights.K()).bias(weights.bias.has_value());
 }
@@ -80,9 +80,9 @@ GatherLinearOptions options_for(const LinearWeights& weights, int64_t R,
 void load_weights(GatherLinearImpl& model, const LinearWeights& weights) {
   const auto& o = model.options;
   TORCH_CHECK(weights.K() == o.K() && weights.in_features() == o.R() * o.H(),
-              "weight ", weights.prefix, "weight has shape ",
-              weights.weight.sizes(), " but the model expects (K, R*H) = (",
-              o.K(), ", ", o.R() * o.H(), ") (R=", o.R(), ", H=", o.H(), ")",
+              "'", weights.prefix, "weight' has shape ", weights.weight.sizes(),
+              " but the model expects (K, R*H) = (", o.K(), ", ", o.R() * o.H(),
+              ") (R=", o.R(), ", H=", o.H(), ")",
               weights.K() != o.K() ? "; K differs" : "",
               weights.in_features() != o.R() * o.H() ? "; R*H differs" : "");
   TORCH_CHECK(weights.bias.has_value() == o.bias(), "the model was built ",

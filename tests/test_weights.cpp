@@ -137,7 +137,7 @@ TEST_F(WeightsTest, ShapeMismatchesSayWhichDimDisagrees) {
   const auto weights = models::read_weights(path("w.pt"));
   EXPECT_TRUE(throws_with([&] { models::options_for(weights, 4, 4); },
                           {"x has R=4 and H=4 (R*H=16)",
-                           "weight has shape [5, 12] (K=5, R*H=12)"}));
+                           "but 'weight' has shape [5, 12] (K=5, R*H=12)"}));
   GatherLinear wrong_k(GatherLinearOptions(3, 4, 6));
   EXPECT_TRUE(throws_with([&] { models::load_weights(*wrong_k, weights); },
                           {"expects (K, R*H) = (6, 12)", "K differs"}));

@@ -106,6 +106,8 @@ def test_python_inputs_in_every_layout(tmp_path, layout):
     result = run("--input", tmp_path / "x.pt", "--weights", tmp_path / "w.pt",
                  "--output", tmp_path / "y.pt")
     assert result.returncode == OK, result.stderr
+    # Said once, on stdout with the summary.
+    assert result.stdout.count("wrote ") == 1 and "wrote " not in result.stderr
     out = load(tmp_path / "y.pt")
     if layout == "tensor":
         assert isinstance(out, torch.Tensor)
