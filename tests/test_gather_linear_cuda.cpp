@@ -6,6 +6,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "fgl/gather_linear.h"
 #include "test_support.h"
 
@@ -61,6 +63,53 @@ TEST(StreamKernel, IsExactAndDeterministic) {
       EXPECT_TRUE(matches_reference(
           first, reference_gather_linear(x, w, b),
           reference_gather_linear(x.abs(), w.abs(), b.abs())));
+    }
+  }
+}
+
+// float32 on the tensor cores splits each value into two TF32 parts, whose
+// remainder turns an Inf into NaN; the kernel recomputes such outputs. Every
+// row tile size (CUDA cores below 8 rows, tensor cores from 8), every dtype:
+// NaN, +Inf and -Inf land where cat + linear puts them, and the finite
+// outputs keep their accuracy.
+TEST(StreamKernel, NanAndInfPropagateAsInTheReference) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const at::Device dev(at::kCUDA, 0);
+  const ScopedRoute forced(cuda::Route::kStream);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const int64_t B : {4, 8, 16, 32}) {
+    for (const auto dtype : supported_dtypes()) {
+      SCOPED_TRACE(::testing::Message() << "B=" << B << " " << dtype);
+      const int64_t R = 3, H = 64, K = 80;
+      // Positive values: no finite sum may cancel an infinity.
+      auto x = at::rand({R, B, H}, at::kDouble) + 0.5;
+      auto w = at::rand({K, R * H}, at::kDouble) + 0.5;
+      auto b = at::rand({K}, at::kDouble);
+      x[0][1][7] = NAN;   // row 1: NaN everywhere
+      w[2][100] = inf;    // column 2: +Inf ...
+      x[1][3][36] = 0.0;  // ... but Inf * 0 = NaN in row 3
+      w[5][3] = inf;      // column 5: +Inf and -Inf meet: NaN
+      w[5][150] = -inf;
+      w[70][10] = -inf;  // column 70 (second tile): -Inf
+      b[9] = inf;        // column 9: +Inf from the bias
+      x = x.to(dev, dtype);
+      w = w.to(dev, dtype);
+      b = b.to(dev, dtype);
+      const auto got = gather_linear(x, w, b).cpu();
+      const auto out = got.to(at::kDouble);
+      const auto ref = reference_gather_linear(x, w, b);
+      EXPECT_TRUE(at::equal(out.isnan(), ref.isnan()));
+      EXPECT_TRUE(at::equal(out.isposinf(), ref.isposinf()));
+      EXPECT_TRUE(at::equal(out.isneginf(), ref.isneginf()));
+      EXPECT_TRUE(ref[1].isnan().all().item<bool>());
+      EXPECT_TRUE(ref[0][2].isposinf().item<bool>());
+      EXPECT_TRUE(ref[3][2].isnan().item<bool>());
+      EXPECT_TRUE(ref[0][5].isnan().item<bool>());
+      EXPECT_TRUE(ref[0][70].isneginf().item<bool>());
+      EXPECT_TRUE(ref[0][9].isposinf().item<bool>());
+      const auto finite = ref.isfinite();
+      EXPECT_TRUE(matches_reference(got.masked_fill(~finite, 0),
+                                    ref.masked_fill(~finite, 0)));
     }
   }
 }

@@ -34,10 +34,11 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
       EXPECT_EQ(choose_route(h200(8, B, 64, 1024, e)), Route::kStream);
     }
   }
-  // float32 keeps streaming to 32 rows, half precision to 16.
-  EXPECT_EQ(choose_route(h200(32, 32, 128, 4096, 4)), Route::kStream);
+  // float32 keeps streaming to 64 rows, half precision to 16.
+  EXPECT_EQ(choose_route(h200(32, 64, 128, 4096, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(8, 64, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 32, 128, 4096, 2)), Route::kCublasCat);
-  EXPECT_EQ(choose_route(h200(32, 64, 128, 4096, 4)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(32, 65, 128, 4096, 4)), Route::kCublasCat);
   // The seed problem: streaming wins in half precision; in float32 the tiny
   // weight leaves cat + cuBLAS ahead.
   EXPECT_EQ(choose_route(h200(4, 12, 32, 56, 2)), Route::kStream);
@@ -84,6 +85,12 @@ TEST(KernelChoice, PlansFitTheDeviceAndCoverTheProblem) {
       EXPECT_LE(plan->splits, stream::kMaxClusterSplits);
       EXPECT_GE(plan->ring_stages, 1);
       EXPECT_LE(plan->ring_stages, plan->stages_per_split);
+      // A ring that cycles serves each consumer group from its own slots.
+      if (plan->ring_stages < plan->stages_per_split) {
+        EXPECT_EQ(plan->ring_stages %
+                      stream::consumer_groups(e, plan->rows_per_block),
+                  0);
+      }
       const int64_t stage_c = stream::kStageBytes / e;
       // Every stage of the contraction belongs to one split, none is empty.
       EXPECT_GE(plan->splits * plan->stages_per_split * stage_c, s[0] * s[2]);

@@ -84,12 +84,14 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
   const stream::Layout layout{plan.stages_per_split, plan.slab_pitch,
                               plan.ring_stages, x_vectors};
   // grid.x: the contraction's splits, one cluster; grid.y: 64-column tiles
-  // of K; grid.z: kRows-row tiles of B. Block: 4 consumer warps + 1 producer.
+  // of K; grid.z: kRows-row tiles of B. Block: the consumer groups' warps
+  // and one producer warp.
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(plan.splits),
                         static_cast<unsigned>(plan.column_tiles),
                         static_cast<unsigned>(plan.row_tiles));
-  config.blockDim = dim3(stream::kThreads);
+  config.blockDim =
+      dim3(stream::block_threads(stream::consumer_groups(sizeof(T), kRows)));
   config.dynamicSmemBytes = static_cast<size_t>(plan.smem_bytes);
   config.stream = stream;
   cudaLaunchAttribute cluster{};
@@ -109,19 +111,26 @@ cudaError_t launch_stream(const GatherLinearParams<T>& p,
                           const StreamPlan& plan, bool x_vectors,
                           cudaStream_t stream) {
   // The instances plan_stream chooses from (rows_per_block there).
-  if constexpr (sizeof(T) == 2) {
-    if (plan.rows_per_block == 8)
+  switch (plan.rows_per_block) {
+    case 4:
+      if constexpr (sizeof(T) != 2) {
+        return launch_stream_rows<T, 4>(p, plan, x_vectors, stream);
+      }
+      break;
+    case 8:
       return launch_stream_rows<T, 8>(p, plan, x_vectors, stream);
-    return launch_stream_rows<T, 16>(p, plan, x_vectors, stream);
-  } else if constexpr (sizeof(T) == 4) {
-    if (plan.rows_per_block == 4)
-      return launch_stream_rows<T, 4>(p, plan, x_vectors, stream);
-    return launch_stream_rows<T, 16>(p, plan, x_vectors, stream);
-  } else {
-    if (plan.rows_per_block == 4)
-      return launch_stream_rows<T, 4>(p, plan, x_vectors, stream);
-    return launch_stream_rows<T, 8>(p, plan, x_vectors, stream);
+    case 16:
+      if constexpr (sizeof(T) != 8) {
+        return launch_stream_rows<T, 16>(p, plan, x_vectors, stream);
+      }
+      break;
+    case 32:
+      if constexpr (sizeof(T) != 8) {
+        return launch_stream_rows<T, 32>(p, plan, x_vectors, stream);
+      }
+      break;
   }
+  return cudaErrorInvalidValue;
 }
 
 template <typename T>

@@ -12,13 +12,12 @@ namespace {
 constexpr int kStreamArch = 90;
 // Rows of B up to which the streaming kernel beat cat + cuBLAS in every
 // measured problem on the H200 (bench/NOTES.md, "CUDA routing"): 16 in
-// float16/bfloat16, 32 in float32. float64 was not measured: cuBLAS keeps it.
+// float16/bfloat16, 64 in float32. float64 was not measured: cuBLAS keeps it.
 constexpr int64_t kMaxStreamRowsHalf = 16;
-constexpr int64_t kMaxStreamRowsFloat = 32;
-// Below this many weight bytes the CUDA-core kernel (float32) lost to cat +
-// cuBLAS: too little weight to stream for the arithmetic per byte (the
-// 4,12,32,56 problem).
-constexpr int64_t kMinSimtWeightBytes = 1 << 20;
+constexpr int64_t kMaxStreamRowsFloat = 64;
+// Below this many weight bytes the kernel lost to cat + cuBLAS in float32:
+// too little weight to stream for its fixed costs (the 4,12,32,56 problem).
+constexpr int64_t kMinFloatWeightBytes = 1 << 20;
 // The weight ring's depth: at most kMaxRingStages, and at least
 // kMinRingStages beside the x slab (fewer leave too few bytes in flight).
 constexpr int kMaxRingStages = 16;
@@ -28,14 +27,16 @@ constexpr int64_t kClusterCostStages = 4;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Rows of B per block: the kernel's instances by element size (the tensor
-// cores take n8 tiles; the CUDA cores hold kRows x 4 accumulators per lane).
+// Rows of B per block: the kernel's instances by element size. The tensor
+// cores take n8 tiles (float16, bfloat16, float32); the CUDA cores hold
+// kRows x 4 accumulators per lane (float64, and float32 below 8 rows, where
+// the tensor cores would mostly multiply zeros).
 int rows_per_block(int element_size, int64_t B) {
   switch (element_size) {
     case 2:
-      return B <= 8 ? 8 : 16;
+      return B <= 8 ? 8 : B <= 16 ? 16 : 32;
     case 4:
-      return B <= 4 ? 4 : 16;
+      return B <= 4 ? 4 : B <= 8 ? 8 : B <= 16 ? 16 : 32;
     default:
       return B <= 4 ? 4 : 8;
   }
@@ -77,6 +78,7 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
   // Shared memory of a multiprocessor: the per-block limit plus the 1 KB the
   // hardware reserves per block.
   const int64_t sm_smem = p.max_smem_per_block + 1024;
+  const int groups = stream::consumer_groups(e, best.rows_per_block);
   int64_t best_cost = INT64_MAX;
   for (int splits = 1; splits <= stream::kMaxClusterSplits; ++splits) {
     const int64_t per_split = ceil_div(total_stages, splits);
@@ -98,6 +100,10 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
       const int64_t shared = ring_within(sm_smem / 2 - 1024);
       if (shared >= std::min<int64_t>(kMinRingStages, per_split)) ring = shared;
     }
+    // The consumer groups take stages in turn: a ring that cycles holds a
+    // multiple of them, so that each slot serves one group
+    // (stream_kernel.cuh).
+    if (ring < per_split) ring -= ring % groups;
     if (ring < std::min<int64_t>(kMinRingStages, per_split)) continue;
     // The busiest multiprocessor streams this many stages.
     const int64_t cost = ceil_div(blocks, p.sm_count) * per_split +
@@ -127,7 +133,7 @@ Route choose_route(const Problem& p) {
     if (p.B <= kMaxStreamRowsHalf && plan_stream(p)) return Route::kStream;
   } else if (p.element_size == 4) {
     const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
-    if (p.B <= kMaxStreamRowsFloat && weight_bytes >= kMinSimtWeightBytes &&
+    if (p.B <= kMaxStreamRowsFloat && weight_bytes >= kMinFloatWeightBytes &&
         plan_stream(p)) {
       return Route::kStream;
     }

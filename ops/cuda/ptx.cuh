@@ -130,4 +130,24 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4],
   }
 }
 
+// D += A * B on the tensor cores, m16n8k8 with TF32 operands (the upper 19
+// bits of each float32 register) and float32 accumulators.
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4],
+                                                 const uint32_t (&a)[4],
+                                                 uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// float32 to TF32 (in a float32 register, the low 13 bits zero), rounded to
+// nearest even.
+__device__ __forceinline__ uint32_t cvt_rn_tf32(float v) {
+  uint32_t r;
+  asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+  return r;
+}
+
 }  // namespace fgl::cuda::ptx

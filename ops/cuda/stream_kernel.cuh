@@ -9,9 +9,11 @@
 //      stage one 128-byte-wide box, swizzled, completing on an mbarrier;
 //   2. meanwhile gathers its x rows over its c range into shared memory (the
 //      "slab", read through x's strides: the concatenation never exists);
-//   3. multiplies on kConsumerWarps consumer warps: tensor cores (mma.sync,
-//      the weight in the M slot) for float16/bfloat16, CUDA cores otherwise,
-//      accumulating in float32 (float64 for double);
+//   3. multiplies on groups of consumer warps that take stages in turn:
+//      tensor cores (mma.sync, the weight in the M slot) for float16,
+//      bfloat16 and, three TF32 products a step, float32; CUDA cores for
+//      float64 and for float32 blocks of fewer than 8 rows; accumulating in
+//      float32 (float64 for double);
 //   4. reduces the splits' partial sums across the cluster through
 //      distributed shared memory, always in split order, so that the same
 //      inputs give the same bits; adds the bias and stores.
@@ -25,6 +27,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gather_linear_params.h"
 #include "numeric.cuh"
@@ -83,40 +86,123 @@ __device__ void load_slab(const GatherLinearParams<T>& p, T* slab,
   }
 }
 
-// Tensor cores (float16, bfloat16). Warp w owns weight rows [16w, 16w + 16)
-// of the tile: the m16 of m16n8k16; the kRows rows of B are kRows / 8 n8
-// tiles. Writes partial[b][column].
+// float32 on the TF32 tensor cores at float32 accuracy ("3xTF32"): v = big +
+// small, both rounded to TF32, small the remainder v - big; a * b is taken
+// as a.small * b.big + a.big * b.small + a.big * b.big, the dropped
+// small * small below float32's rounding. An Inf among the inputs makes the
+// remainder Inf - Inf = NaN, so every output it reaches comes out NaN; the
+// epilogue recomputes NaN outputs on the CUDA cores (recompute_float32),
+// where Inf and NaN propagate as in the reference.
+struct Tf32Split {
+  uint32_t big, small;
+};
+
+__device__ __forceinline__ Tf32Split split_tf32(uint32_t bits) {
+  const float v = __uint_as_float(bits);
+  const uint32_t big = ptx::cvt_rn_tf32(v);
+  return {big, ptx::cvt_rn_tf32(v - __uint_as_float(big))};
+}
+
+// One 32-byte step along c of a 16-row weight fragment `a` times an 8-row x
+// fragment (b0, b1): m16n8k16 for float16/bfloat16, three m16n8k8 TF32
+// products for float32.
+template <typename T>
+struct MmaStep {
+  using Sum = float[4];
+
+  __device__ __forceinline__ static void multiply(Sum& acc,
+                                                  const uint32_t (&a)[4],
+                                                  uint32_t b0, uint32_t b1) {
+    ptx::mma_m16n8k16<T>(acc, a, b0, b1);
+  }
+};
+
+template <>
+struct MmaStep<float> {
+  // Three accumulators, one per product term, so that consecutive mma.sync
+  // do not wait on each other's results.
+  using Sum = float[3][4];
+
+  __device__ __forceinline__ static void multiply(Sum& acc,
+                                                  const uint32_t (&a)[4],
+                                                  uint32_t b0, uint32_t b1) {
+    uint32_t big[4], small[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const Tf32Split s = split_tf32(a[i]);
+      big[i] = s.big, small[i] = s.small;
+    }
+    const Tf32Split x0 = split_tf32(b0), x1 = split_tf32(b1);
+    ptx::mma_m16n8k8_tf32(acc[0], small, x0.big, x1.big);
+    ptx::mma_m16n8k8_tf32(acc[1], big, x0.small, x1.small);
+    ptx::mma_m16n8k8_tf32(acc[2], big, x0.big, x1.big);
+  }
+};
+
+// Tensor cores (float16, bfloat16, float32). Warp w owns weight rows
+// [16w, 16w + 16) of the tile, the M side of the mma; the kRows rows of B are
+// kRows / 8 n8 tiles. A 32-byte step along c is k16 in half types and k8 in
+// float32, so the fragments' byte addressing is the same for both.
+// Writes partial[b][column].
 template <typename T, int kRows>
 struct MmaMath {
   static constexpr int kTiles = kRows / 8;
-  static_assert(kRows == 8 || kRows == 16, "one or two n8 tiles");
+  static_assert(kRows == 8 || kRows == 16 || kRows == 32, "1, 2 or 4 n8 tiles");
   float acc[kTiles][4] = {};
 
+  // c_bytes: the stage's byte offset into the slab rows.
   __device__ __forceinline__ void stage(uint32_t ring_slot, uint32_t slab,
-                                        uint32_t pitch_bytes, uint32_t c_local,
+                                        uint32_t pitch_bytes, uint32_t c_bytes,
                                         int warp, int lane) {
-    const int m = lane / 8;  // which 8x8 matrix this lane addresses
-    const int row = warp * 16 + (m & 1) * 8 + (lane & 7);
-    const uint32_t x_addr = slab + ((m >> 1) * 8 + (lane & 7)) * pitch_bytes +
-                            (c_local + (m & 1) * 8) * 2;
+    // The tensor cores add with truncation, not rounding: over a whole
+    // contraction that drifts past float32 accuracy. In float32 each stage
+    // sums into fresh registers, added to the total with rounded adds.
+    if constexpr (std::is_same_v<T, float>) {
+      typename MmaStep<T>::Sum sum[kTiles] = {};
+      steps(sum, ring_slot, slab, pitch_bytes, c_bytes, warp, lane);
 #pragma unroll
-    for (int s = 0; s < kStageBytes / 32; ++s) {  // k16 steps of 32 bytes
+      for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          acc[n][j] += (sum[n][0][j] + sum[n][1][j]) + sum[n][2][j];
+        }
+      }
+    } else {
+      steps(acc, ring_slot, slab, pitch_bytes, c_bytes, warp, lane);
+    }
+  }
+
+  __device__ __forceinline__ static void steps(
+      typename MmaStep<T>::Sum (&d)[kTiles], uint32_t ring_slot, uint32_t slab,
+      uint32_t pitch_bytes, uint32_t c_bytes, int warp, int lane) {
+    const int m = lane / 8;  // which 8x8 (b16) matrix this lane addresses
+    const int row = warp * 16 + (m & 1) * 8 + (lane & 7);
+    // Pairs of n8 tiles: matrix m is tile m / 2, 16-byte half m % 2.
+    const uint32_t x_addr = slab + ((m >> 1) * 8 + (lane & 7)) * pitch_bytes +
+                            c_bytes + (m & 1) * 16;
+#pragma unroll
+    for (int s = 0; s < kStageBytes / 32; ++s) {
       uint32_t a[4];
       ptx::ldmatrix_x4(a, ring_slot + swizzled(row, 2 * s + (m >> 1)));
-      if constexpr (kTiles == 2) {
-        uint32_t b[4];
-        ptx::ldmatrix_x4(b, x_addr + s * 32);
-        ptx::mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
-        ptx::mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
-      } else {
+      if constexpr (kTiles == 1) {
         uint32_t b[2];
         ptx::ldmatrix_x2(b, x_addr + s * 32);
-        ptx::mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
+        MmaStep<T>::multiply(d[0], a, b[0], b[1]);
+      } else {
+#pragma unroll
+        for (int pair = 0; pair < kTiles / 2; ++pair) {
+          uint32_t b[4];
+          ptx::ldmatrix_x4(b, x_addr + pair * 16 * pitch_bytes + s * 32);
+          MmaStep<T>::multiply(d[2 * pair], a, b[0], b[1]);
+          MmaStep<T>::multiply(d[2 * pair + 1], a, b[2], b[3]);
+        }
       }
     }
   }
 
-  __device__ __forceinline__ void store(float* partial, int warp, int lane) {
+  // Writes (add: adds to) partial[b][column].
+  __device__ __forceinline__ void store(float* partial, int warp, int lane,
+                                        bool add) {
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int n = 0; n < kTiles; ++n) {
@@ -124,15 +210,16 @@ struct MmaMath {
       for (int j = 0; j < 4; ++j) {
         const int column = warp * 16 + g + (j >= 2 ? 8 : 0);
         const int b = n * 8 + 2 * t + (j & 1);
-        partial[b * kCols + column] = acc[n][j];
+        float& out = partial[b * kCols + column];
+        out = add ? acc[n][j] + out : acc[n][j];
       }
     }
   }
 };
 
-// CUDA cores (float32, float64). Lane (group, chunk) = (lane / 8, lane % 8):
-// 4 weight rows 16w + 4 group + j, one 16-byte chunk of each stage row;
-// the 8 chunk lanes' sums meet by shuffles at the end.
+// CUDA cores (float64, and float32 below 8 rows of B). Lane (group, chunk) =
+// (lane / 8, lane % 8): 4 weight rows 16w + 4 group + j, one 16-byte chunk of
+// each stage row; the 8 chunk lanes' sums meet by shuffles at the end.
 template <typename T, int kRows>
 struct SimtMath {
   using acc_t = typename AccType<T>::type;
@@ -165,7 +252,9 @@ struct SimtMath {
     }
   }
 
-  __device__ __forceinline__ void store(acc_t* partial, int warp, int lane) {
+  // Writes (add: adds to) partial[b][column].
+  __device__ __forceinline__ void store(acc_t* partial, int warp, int lane,
+                                        bool add) {
     const int group = lane / 8, chunk = lane % 8;
 #pragma unroll
     for (int j = 0; j < kRowsPerLane; ++j) {
@@ -176,7 +265,9 @@ struct SimtMath {
         v += __shfl_xor_sync(0xffffffffu, v, 2);
         v += __shfl_xor_sync(0xffffffffu, v, 4);
         if (b % 8 == chunk) {
-          partial[b * kCols + warp * 16 + group * kRowsPerLane + j] = v;
+          acc_t& out =
+              partial[b * kCols + warp * 16 + group * kRowsPerLane + j];
+          out = add ? v + out : v;
         }
       }
     }
@@ -184,16 +275,34 @@ struct SimtMath {
 };
 
 template <typename T, int kRows>
-using Math =
-    std::conditional_t<sizeof(T) == 2, MmaMath<T, kRows>, SimtMath<T, kRows>>;
+using Math = std::conditional_t<uses_tensor_cores(sizeof(T), kRows),
+                                MmaMath<T, kRows>, SimtMath<T, kRows>>;
+
+// out[b][k] of a float32 problem on the CUDA cores, summed in c order: the
+// epilogue's path for outputs the TF32 products left NaN (split_tf32).
+__device__ float recompute_float32(const GatherLinearParams<float>& p,
+                                   int64_t b, int64_t k) {
+  float v = 0;
+  for (int64_t r = 0; r < p.R; ++r) {
+    const float* x = p.x + r * p.x_stride_r + b * p.x_stride_b;
+    const float* w = p.weight + k * p.weight_stride_k + r * p.H;
+    for (int64_t h = 0; h < p.H; ++h) v += x[h * p.x_stride_h] * w[h];
+  }
+  return v;
+}
 
 template <typename T, int kRows>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
+                                                                kRows)),
+                                  kRows < 32 ? 2 : 1)
     gather_linear_stream_kernel(const __grid_constant__ CUtensorMap weight_map,
                                 const GatherLinearParams<T> p, const Layout l) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using acc_t = typename AccType<T>::type;
   constexpr int kStageC = kStageBytes / sizeof(T);
+  constexpr int kGroups = consumer_groups(sizeof(T), kRows);
+  constexpr int kConsumerWarps = kGroups * kGroupWarps;
+  constexpr int kThreads = block_threads(kGroups);
   namespace cg = cooperative_groups;
 
   extern __shared__ unsigned char smem[];
@@ -209,6 +318,8 @@ __global__ void __launch_bounds__(kThreads)
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
+  const int group = warp / kGroupWarps;
+  const int group_warp = warp % kGroupWarps;
   const int split = blockIdx.x;  // the block's rank in its cluster
   const int splits = gridDim.x;
   const int64_t k0 = int64_t{blockIdx.y} * kCols;
@@ -222,12 +333,13 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     for (int i = 0; i < l.ring_stages; ++i) {
       ptx::mbarrier_init(&full[i], 1);
-      ptx::mbarrier_init(&empty[i], kConsumerWarps);
+      ptx::mbarrier_init(&empty[i], kGroupWarps);
     }
     ptx::fence_barrier_init();
   }
   __syncthreads();
 
+  Math<T, kRows> math;  // the consumers' sums
   if (warp == kConsumerWarps) {
     // Producer: one lane keeps the ring full, kIssueGroup stages at a time.
     // Slot and lap advance by counting (the ring's depth is a runtime
@@ -254,6 +366,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
+    __syncwarp();  // the warp meets the block barrier below as one
   } else {
     if (threadIdx.x < kCols) {
       const int64_t k = k0 + threadIdx.x;
@@ -265,25 +378,35 @@ __global__ void __launch_bounds__(kThreads)
                         threadIdx.x, kConsumerWarps * 32);
     ptx::cp_async_wait_all();
     ptx::named_barrier_sync(1, kConsumerWarps * 32);
-    Math<T, kRows> math;
-    int slot = 0;
-    uint32_t lap = 0;
-    for (int64_t i = 0; i < stages; ++i) {
+    // Group g takes stages g, g + kGroups, ...: with a ring of a multiple
+    // of kGroups slots (or one that holds every stage, plan_stream) a slot
+    // always serves the same group, so its phases are waited for in order.
+    int slot = group % l.ring_stages;
+    uint32_t lap = group / l.ring_stages;
+    for (int64_t i = group; i < stages; i += kGroups) {
       ptx::mbarrier_wait(&full[slot], lap & 1);
       const unsigned char* tile = ring + slot * kStageTileBytes;
-      const uint32_t c_local = static_cast<uint32_t>(i * kStageC);
-      if constexpr (sizeof(T) == 2) {
+      if constexpr (std::is_same_v<Math<T, kRows>, MmaMath<T, kRows>>) {
         math.stage(ptx::smem_addr(tile), ptx::smem_addr(slab),
-                   static_cast<uint32_t>(l.slab_pitch * 2), c_local, warp,
-                   lane);
+                   static_cast<uint32_t>(l.slab_pitch * sizeof(T)),
+                   static_cast<uint32_t>(i * kStageBytes), group_warp, lane);
       } else {
-        math.stage(tile, slab + c_local, l.slab_pitch, warp, lane);
+        math.stage(tile, slab + i * kStageC, l.slab_pitch, group_warp, lane);
       }
       __syncwarp();
       if (lane == 0) ptx::mbarrier_arrive(&empty[slot]);
-      if (++slot == l.ring_stages) slot = 0, ++lap;
+      for (slot += kGroups; slot >= l.ring_stages;) {
+        slot -= l.ring_stages, ++lap;
+      }
     }
-    math.store(partial, warp, lane);
+  }
+  // The groups' sums meet in a fixed order: the last group writes, the
+  // others add theirs, last to first; block barriers between them.
+  for (int g = kGroups - 1; g >= 0; --g) {
+    if (warp < kConsumerWarps && group == g) {
+      math.store(partial, group_warp, lane, g != kGroups - 1);
+    }
+    __syncthreads();
   }
 
   // Epilogue: split q sums the slice q of the tile over all splits' partials,
@@ -292,8 +415,7 @@ __global__ void __launch_bounds__(kThreads)
   const int first = kTile * split / splits;
   const int last = kTile * (split + 1) / splits;
   cg::cluster_group cluster = cg::this_cluster();
-  __syncthreads();                 // this block's partials are written
-  if (splits > 1) cluster.sync();  // and every other split's
+  if (splits > 1) cluster.sync();  // every split's partials are written
   for (int e = first + threadIdx.x; e < last; e += kThreads) {
     acc_t v = 0;
     for (int q = 0; q < splits; ++q) {
@@ -302,6 +424,9 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t b = b0 + e / kCols;
     const int64_t k = k0 + e % kCols;
     if (b < p.B && k < p.K) {
+      if constexpr (std::is_same_v<T, float> && uses_tensor_cores(4, kRows)) {
+        if (isnan(v)) v = recompute_float32(p, b, k);
+      }
       p.out[b * p.out_stride_b + k * p.out_stride_k] =
           from_acc<T>(v + bias[e % kCols]);
     }

@@ -7,11 +7,29 @@
 
 namespace fgl::cuda::stream {
 
-constexpr int kCols = 64;          // weight rows (output columns) per block
-constexpr int kStageBytes = 128;   // bytes of one weight row per stage: the
-                                   // copy engine's 128-byte swizzle span
-constexpr int kConsumerWarps = 4;  // 16 weight rows each
-constexpr int kThreads = (kConsumerWarps + 1) * 32;  // + one producer warp
+constexpr int kCols = 64;         // weight rows (output columns) per block
+constexpr int kStageBytes = 128;  // bytes of one weight row per stage: the
+                                  // copy engine's 128-byte swizzle span
+constexpr int kGroupWarps = 4;    // a consumer group: 16 weight rows a warp
+
+/// Whether an instance (element size, rows of B per block) multiplies on
+/// the tensor cores: float16, bfloat16 and float32 (three TF32 products) in
+/// n8 tiles of rows; float64 and blocks of fewer rows on the CUDA cores.
+constexpr bool uses_tensor_cores(int element_size, int rows) {
+  return element_size != 8 && rows >= 8;
+}
+
+/// Consumer groups of an instance; groups take stages in turn. Two hide the
+/// tensor-core path's latencies; the CUDA-core path streamed faster with one.
+constexpr int consumer_groups(int element_size, int rows) {
+  return uses_tensor_cores(element_size, rows) ? 2 : 1;
+}
+
+/// Threads of a block: the consumer warps and one producer warp.
+constexpr int block_threads(int groups) {
+  return (groups * kGroupWarps + 1) * 32;
+}
+
 constexpr int kStageTileBytes = kCols * kStageBytes;
 constexpr int kIssueGroup = 2;        // stages the producer issues back to back
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
