@@ -7,8 +7,6 @@
 #include <caffe2/serialize/inline_container.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <torch/csrc/jit/api/module.h>
-#include <torch/csrc/jit/serialization/import.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -111,15 +109,18 @@ TensorFile from_pickle(const c10::IValue& root, bool nested,
   return file;
 }
 
+// A TorchScript archive (C++ torch::save writes one) read as data: the
+// pickle of its module object, whose attributes are the tensors. Its code
+// is never run (torch_save_format.h).
 TensorFile from_torchscript(const std::string& path) {
+  const c10::IValue module = read_torch_save(path);
+  TORCH_CHECK(module.isGenericDict(), path, " is a TorchScript archive whose ",
+              "data is a ", module.tagKind(), ", not a module");
   TensorFile file;
   file.format = FileFormat::kTorchScript;
-  const auto module = torch::jit::load(path, c10::Device(c10::kCPU));
-  for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
-    if (attribute.value.isTensor() || attribute.value.isGenericDict() ||
-        attribute.value.isList() || attribute.value.isTuple()) {
-      collect(attribute.value, attribute.name, /*nested=*/true, file);
-    }
+  for (const auto& attribute : module.toGenericDict()) {
+    collect(attribute.value(), key_to_string(attribute.key()),
+            /*nested=*/true, file);
   }
   // C++ torch::save(tensor) stores the attribute "0", torch::save(vector)
   // "0", "1", ...: give those back as the tensor or list they were.

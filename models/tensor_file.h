@@ -3,9 +3,9 @@
 //   - Python torch.save files (the zip format, torch_save_format.h),
 //   - C++ torch::save archives and
 //   - TorchScript modules whose attributes are tensors (both TorchScript zip
-//     archives, read with torch::jit::load),
-//   - safetensors files (safetensors_file.h), the one meant for untrusted
-//     data: TorchScript archives hold code and must be trusted.
+//     archives, read as data: the module's pickled attributes, its code never
+//     run; an object whose state only its own __setstate__ reads is refused),
+//   - safetensors files (safetensors_file.h).
 // Results are written in the torch.save format (torch_save_format.h), through
 // a temporary file that is renamed into place.
 #pragma once

@@ -184,6 +184,35 @@ class PickleMachine {
     }
   }
 
+  // An object of a TorchScript class (a module in a TorchScript archive, or
+  // the one C++ torch::save writes): a dict that BUILD fills with its
+  // attributes. Its class's code is never run.
+  void script_object(const std::string& type) {
+    c10::IValue attributes =
+        c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get());
+    script_objects_.emplace(attributes.internalToPointer(), type);
+    push(std::move(attributes));
+  }
+
+  // BUILD: the state sets the attributes of the object below it. Those of a
+  // TorchScript object are its dict's entries; a Python object's are of no
+  // use here and are dropped.
+  void build(const c10::IValue& state) {
+    const c10::IValue& object = top();
+    if (!object.isGenericDict()) return;
+    const auto it = script_objects_.find(object.internalToPointer());
+    if (it == script_objects_.end()) return;
+    TORCH_CHECK(state.isGenericDict(), "the pickle builds a ", it->second,
+                " from a ", state.tagKind(),
+                ": its own __setstate__ code would read that, and tensor "
+                "files are read without running code (a TorchScript model "
+                "runs with --model)");
+    auto attributes = object.toGenericDict();
+    for (const auto& entry : state.toGenericDict()) {
+      attributes.insert_or_assign(entry.key(), entry.value());
+    }
+  }
+
   // ('storage', dtype, key, location, numel): the flat tensor of record
   // data/<key>, read once and shared by every view of it.
   c10::IValue persistent_load(const c10::IValue& pid) {
@@ -415,11 +444,15 @@ class PickleMachine {
         const auto args = value(pop());
         const Item fn = pop();
         TORCH_CHECK(!fn.global.empty(), "REDUCE of a non-global in the pickle");
-        push(reduce(fn.global, args));
+        if (fn.global.rfind("__torch__.", 0) == 0) {
+          script_object(fn.global);
+        } else {
+          push(reduce(fn.global, args));
+        }
         break;
       }
-      case 'b':  // BUILD: the state sets attributes, which we drop
-        pop();
+      case 'b':  // BUILD
+        build(value(pop()));
         break;
       case 'Q':  // BINPERSID
         push(persistent_load(value(pop())));
@@ -452,6 +485,8 @@ class PickleMachine {
   std::unordered_map<uint32_t, Item> memo_;
   std::unordered_map<std::string, at::Tensor> storages_;
   std::unordered_map<const void*, int64_t> tuple_depth_;
+  // TorchScript objects' dicts (script_object), with their class names.
+  std::unordered_map<const void*, std::string> script_objects_;
   std::vector<c10::IValue> created_;  // every container, see ~PickleMachine
 };
 

@@ -10,6 +10,7 @@ import pickle
 import random
 import struct
 import zipfile
+from typing import Tuple
 
 import torch
 
@@ -167,6 +168,31 @@ def to_zip64(data):
     return data[:cd_offset] + directory + end64 + locator + end_record
 
 
+class _SetstateRuns(torch.nn.Module):
+    """A module whose saved state only its own __setstate__ reads (which
+    raises here): libtorch's loader runs that code, fgl's reader refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.x = torch.ones(2, 3, 4)
+
+    @torch.jit.export
+    def __getstate__(self):
+        return (self.x, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[torch.Tensor, bool]):
+        self.x = state[0]
+        self.training = state[1]
+        raise RuntimeError("the file's __setstate__ ran")
+
+
+def scripted(module):
+    buf = io.BytesIO()
+    torch.jit.save(torch.jit.script(module), buf)
+    return buf.getvalue()
+
+
 def bad_files():
     """name -> (bytes, exit code, message fragment[, as weights])."""
     rng = random.Random(7)
@@ -218,6 +244,8 @@ def bad_files():
         "truncated_header.safetensors": (
             safetensors({"x": torch.ones(2, 3, 4)})[:40], 65,
             "exceeds the 32 bytes after it"),
+        "setstate_code.pt": (scripted(_SetstateRuns()), 65,
+                             "own __setstate__ code would read that"),
         "int_dtype.safetensors": (
             safetensors({}, {"x": {"dtype": "I64", "shape": [2],
                                    "data_offsets": [0, 16]}}) + b"\0" * 16,
@@ -256,13 +284,15 @@ def main():
     for name, data in pt.items():
         write(os.path.join(FUZZ, "fuzz_torch_save", name), data)
         write(os.path.join(FUZZ, "fuzz_tensor_file", name), data)
-    # A TorchScript container (libtorch's own loader reads it).
+    # TorchScript containers, read as data: one of tensor attributes, one
+    # whose state only its __setstate__ code reads.
     holder = torch.nn.Module()
     holder.register_buffer("x", x)
-    ts = io.BytesIO()
-    torch.jit.save(torch.jit.script(holder), ts)
     write(os.path.join(FUZZ, "fuzz_tensor_file", "torchscript.pt"),
-          ts.getvalue())
+          scripted(holder))
+    for target in ("fuzz_torch_save", "fuzz_tensor_file"):
+        write(os.path.join(FUZZ, target, "setstate_code.pt"),
+              scripted(_SetstateRuns()))
     for name, data in crafted_pickles().items():
         write(os.path.join(FUZZ, "fuzz_torch_save", name), data)
         write(os.path.join(FUZZ, "fuzz_tensor_file", name), data)

@@ -10,6 +10,7 @@ import os
 import struct
 import sys
 from pathlib import Path
+from typing import Tuple
 
 import pytest
 import torch
@@ -109,6 +110,53 @@ def test_torchscript_module_without_tensors(tmp_path, good):
     result = run("--input", tmp_path / "ts.pt", "--weights", good[1],
                  "--output", tmp_path / "y.pt")
     assert_error(result, DATAERR, "holds no tensors", tmp_path=tmp_path)
+
+
+class _SetstateRuns(torch.nn.Module):
+    """A module whose saved state only its own __setstate__ reads: loading
+    it with torch.jit.load runs that code (here, a raise)."""
+
+    def __init__(self):
+        super().__init__()
+        self.x = torch.ones(2, 3, 4)
+
+    @torch.jit.export
+    def __getstate__(self):
+        return (self.x, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[torch.Tensor, bool]):
+        self.x = state[0]
+        self.training = state[1]
+        raise RuntimeError("the file's __setstate__ ran")
+
+
+def test_torchscript_code_never_runs(tmp_path, good):
+    hostile = tmp_path / "hostile.pt"
+    torch.jit.save(torch.jit.script(_SetstateRuns()), hostile)
+    with pytest.raises(Exception, match="__setstate__ ran"):
+        torch.jit.load(hostile)  # what reading it with libtorch's loader does
+    for args in (("--input", hostile, "--weights", good[1]),
+                 ("--input", good[0], "--weights", hostile)):
+        result = run(*args, "--output", tmp_path / "y.pt")
+        assert_error(result, DATAERR, "own __setstate__ code would read that",
+                     "--model", tmp_path=tmp_path)
+        assert "__setstate__ ran" not in result.stderr
+
+
+def test_torchscript_module_attributes_are_read_as_data(tmp_path, good):
+    """A TorchScript module's tensors are its pickled attributes: --weights
+    takes proj.weight and proj.bias of a scripted model without running it."""
+    sd = torch.load(good[1])
+    model = torch.nn.Module()
+    model.proj = torch.nn.Linear(sd["weight"].shape[1], sd["weight"].shape[0])
+    model.proj.load_state_dict(sd)
+    torch.jit.save(torch.jit.script(model), tmp_path / "model.pt")
+    result = run("--input", good[0], "--weights", tmp_path / "model.pt",
+                 "--output", tmp_path / "y.pt")
+    assert result.returncode == OK, result.stderr
+    assert_matches(load(tmp_path / "y.pt"),
+                   reference(torch.load(good[0]), sd["weight"], sd["bias"]))
 
 
 # -------------------------------------------------------------------- zip64
