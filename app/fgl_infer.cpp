@@ -2,18 +2,40 @@
 // fgl::gather_linear op, checked against the reference path. Everything but
 // the exit-code mapping lives in the fgl_infer library (app/).
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <iostream>
 #include <string>
 
 #include "errors.h"
 #include "inference.h"
 #include "log.h"
+#include "models/atomic_write.h"
 #include "options.h"
 #include "report.h"
 
 namespace {
+
+// SIGINT and SIGTERM end the run as the shell expects (exit 128 + signal:
+// 130, 143) without leaving a temporary output file behind.
+extern "C" void on_interrupt(int signal) {
+  fgl::models::remove_pending_output();
+  static const char kMessage[] = "fgl_infer: interrupted\n";
+  [[maybe_unused]] const ssize_t n =
+      ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  ::_exit(128 + signal);
+}
+
+void handle_interrupts() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : {SIGINT, SIGTERM}) {
+    ::sigaction(signal, &action, nullptr);
+  }
+}
 
 // Errors go to stderr as two lines, what went wrong and what to do next;
 // --json runs also get them on stdout, so a summary is always there.
@@ -31,6 +53,7 @@ int fail(bool json, int code, const std::string& what,
 
 int main(int argc, char** argv) {
   using namespace fgl::app;
+  handle_interrupts();
   // Known before parsing, so that usage errors come as JSON too.
   bool json = std::any_of(argv + 1, argv + argc, [](const char* arg) {
     return std::string(arg) == "--json";

@@ -5,15 +5,13 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "models/atomic_write.h"
 #include "models/paths.h"
 #include "models/safetensors_file.h"
 #include "models/safetensors_header.h"
@@ -168,61 +166,6 @@ c10::IValue pack(Layout layout, const std::vector<std::string>& names,
   TORCH_CHECK(false, "unknown layout");
 }
 
-// Writes all of `bytes` to a temporary file in the target's directory, then
-// renames it over `path`: rename within one file system is atomic, so readers
-// see either no file or the whole file, never a partial one.
-void write_atomically(const std::string& path, const std::vector<char>& bytes) {
-  const std::string dir = parent_directory(path);
-  std::string name = dir + "/." + base_name(path) + ".tmp-XXXXXX";
-  const int fd = mkstemp(name.data());
-  TORCH_CHECK(fd >= 0, "cannot create a file in ", dir, ": ",
-              std::strerror(errno));
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(name.c_str());
-    TORCH_CHECK(false, what, " ", path, ": ", std::strerror(err));
-  };
-  // mkstemp makes the file 0600; give it the mode a plain create would.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) {
-    fail("cannot set the mode of");
-  }
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n =
-        ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      fail("cannot write");
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    fail("cannot flush");
-  }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(name.c_str());
-    TORCH_CHECK(false, "cannot write ", path, ": ", std::strerror(err));
-  }
-  // rename would replace a link, FIFO or device node at `path` by a regular
-  // file (as root even /dev/null): only regular files are replaced.
-  if (is_special_file(path)) {
-    ::unlink(name.c_str());
-    TORCH_CHECK(false, "not replacing ", path,
-                ": it exists and is not a regular file");
-  }
-  if (::rename(name.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(name.c_str());
-    TORCH_CHECK(false, "cannot create ", path, ": ", std::strerror(err));
-  }
-}
-
 }  // namespace
 
 const char* to_string(Layout layout) {
@@ -296,7 +239,7 @@ void write_tensor_file(const std::string& path, Layout layout,
   for (const auto& t : tensors) {
     on_cpu.push_back(t.cpu().contiguous());
   }
-  write_atomically(path, write_torch_save(pack(layout, names, on_cpu)));
+  write_file_atomically(path, write_torch_save(pack(layout, names, on_cpu)));
 }
 
 }  // namespace fgl::models

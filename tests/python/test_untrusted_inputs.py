@@ -7,15 +7,18 @@ TorchScript module without tensors) is made here. Every refusal: the
 documented exit code, an error and a hint, no output file, no crash."""
 import json
 import os
+import signal
 import struct
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Tuple
 
 import pytest
 import torch
 
-from test_fgl_infer import (CHECK_FAILED, DATAERR, NOINPUT, OK, USAGE,
+from test_fgl_infer import (BINARY, CHECK_FAILED, DATAERR, NOINPUT, OK, USAGE,
                             assert_error, assert_matches, linear_state_dict,
                             load, reference, run)
 
@@ -157,6 +160,53 @@ def test_torchscript_module_attributes_are_read_as_data(tmp_path, good):
     assert result.returncode == OK, result.stderr
     assert_matches(load(tmp_path / "y.pt"),
                    reference(torch.load(good[0]), sd["weight"], sd["bias"]))
+
+
+# ------------------------------------------------------ interrupted writes
+
+@pytest.fixture
+def big_output(tmp_path):
+    """A run whose output (205 MB) takes seconds to check and write."""
+    torch.save(torch.randn(1, 200_000, 8), tmp_path / "x.pt")
+    torch.save(linear_state_dict(1, 8, 256), tmp_path / "w.pt")
+    return ("--input", tmp_path / "x.pt", "--weights", tmp_path / "w.pt",
+            "--output", tmp_path / "y.pt")
+
+
+def assert_nothing_or_whole(tmp_path):
+    """No temporary file; the output absent or complete."""
+    leftovers = [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]
+    assert not leftovers, leftovers
+    if (tmp_path / "y.pt").exists():
+        assert load(tmp_path / "y.pt").shape == (200_000, 256)
+
+
+@pytest.mark.parametrize("delay", [1.0, 3.0, 6.0, 9.0])
+def test_killed_runs_leave_no_partial_output(tmp_path, big_output, delay):
+    """SIGKILL cannot be handled: the output is written into an unnamed file
+    that is linked into place only once complete."""
+    proc = subprocess.Popen([BINARY, *map(str, big_output)],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    proc.kill()
+    proc.wait(timeout=60)
+    assert_nothing_or_whole(tmp_path)
+
+
+@pytest.mark.parametrize("signal_number,code",
+                         [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupted_runs_exit_as_the_shell_expects(tmp_path, big_output,
+                                                    signal_number, code):
+    proc = subprocess.Popen([BINARY, *map(str, big_output)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(1.5)  # past loading libtorch, before the run can end
+    proc.send_signal(signal_number)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stderr
+    assert "fgl_infer: interrupted" in stderr
+    assert_nothing_or_whole(tmp_path)
 
 
 # -------------------------------------------------------------------- zip64
