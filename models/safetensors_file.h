@@ -9,8 +9,10 @@
 
 namespace fgl::models {
 
-/// Reads every tensor of the safetensors file `path` onto the CPU, as a dict
-/// in file order. Throws c10::Error saying what is wrong with the file.
-TensorFile read_safetensors(const std::string& path);
+class InputFile;
+
+/// Reads every tensor of the safetensors file onto the CPU, as a dict in
+/// file order. Throws c10::Error saying what is wrong with the file.
+TensorFile read_safetensors(const InputFile& file);
 
 }  // namespace fgl::models

@@ -7,6 +7,8 @@
 
 #include <exception>
 
+#include "models/input_file.h"
+
 namespace fgl::models {
 namespace {
 
@@ -26,12 +28,27 @@ std::optional<std::string> unknown_op(const std::string& message) {
   return op;
 }
 
+bool holds_torchscript_code(const InputFile& file) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(file.adapter());
+    for (const auto& record : reader.getAllRecords()) {
+      if (record.rfind("code/", 0) == 0) {
+        return true;
+      }
+    }
+  } catch (const c10::Error&) {
+  }
+  return false;
+}
+
+// Opened once (models/input_file.h): the archive checked is the one loaded.
 torch::jit::Module load(const std::string& path) {
-  TORCH_CHECK(is_torchscript_archive(path), path,
+  const InputFile file(path);
+  TORCH_CHECK(holds_torchscript_code(file), path,
               " is not a TorchScript archive (no TorchScript code inside); "
               "write one with torch.jit.script(model).save(path)");
   try {
-    return torch::jit::load(path, c10::Device(c10::kCPU));
+    return torch::jit::load(file.adapter(), c10::Device(c10::kCPU));
   } catch (const std::exception& e) {
     // The TorchScript compiler throws torch::jit::ErrorReport, not c10::Error.
     if (const auto op = unknown_op(e.what())) {
@@ -61,15 +78,10 @@ void check_forward(const torch::jit::Module& module, const std::string& path) {
 
 bool is_torchscript_archive(const std::string& path) {
   try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    for (const auto& record : reader.getAllRecords()) {
-      if (record.rfind("code/", 0) == 0) {
-        return true;
-      }
-    }
+    return holds_torchscript_code(InputFile(path));
   } catch (const c10::Error&) {
+    return false;
   }
-  return false;
 }
 
 ScriptedModel::ScriptedModel(const std::string& path) : module_(load(path)) {

@@ -4,30 +4,24 @@
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
-#include <caffe2/serialize/inline_container.h>
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "models/atomic_write.h"
+#include "models/input_file.h"
 #include "models/paths.h"
 #include "models/safetensors_file.h"
 #include "models/safetensors_header.h"
 #include "models/torch_save_format.h"
-#include "models/zip_check.h"
 
 namespace fgl::models {
 namespace {
 
-// The first bytes of `path`, enough to tell the formats apart.
-std::vector<char> read_head(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TORCH_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
+// The first bytes of the file, enough to tell the formats apart.
+std::vector<char> read_head(const InputFile& file) {
   std::vector<char> head(9);  // safetensors: 8-byte length, then '{'
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
+  head.resize(file.read_some(0, head.data(), head.size()));
   return head;
 }
 
@@ -110,8 +104,8 @@ TensorFile from_pickle(const c10::IValue& root, bool nested,
 // A TorchScript archive (C++ torch::save writes one) read as data: the
 // pickle of its module object, whose attributes are the tensors. Its code
 // is never run (torch_save_format.h).
-TensorFile from_torchscript(const std::string& path) {
-  const c10::IValue module = read_torch_save(path);
+TensorFile from_torchscript(const c10::IValue& module,
+                            const std::string& path) {
   TORCH_CHECK(module.isGenericDict(), path, " is a TorchScript archive whose ",
               "data is a ", module.tagKind(), ", not a module");
   TensorFile file;
@@ -195,11 +189,12 @@ const char* to_string(FileFormat format) {
 }
 
 TensorFile read_tensor_file(const std::string& path, bool nested) {
-  const auto bytes = read_head(path);
+  const InputFile input(path);
+  const auto bytes = read_head(input);
   TORCH_CHECK(!bytes.empty(), path, " is empty");
   if (looks_like_safetensors(
           reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size())) {
-    TensorFile file = read_safetensors(path);
+    TensorFile file = read_safetensors(input);
     TORCH_CHECK(!file.tensors.empty(), path, " holds no tensors");
     return file;
   }
@@ -210,23 +205,9 @@ TensorFile read_tensor_file(const std::string& path, bool nested) {
                     "save it again with torch >= 1.6)"
                   : "");
   bool torchscript = false;
-  try {
-    check_zip_file(path);  // before libtorch allocates what it declares
-  } catch (const ZipError& e) {
-    TORCH_CHECK(false, path, ": ", e.what());
-  }
-  {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    TORCH_CHECK(reader.hasRecord("data.pkl"), path,
-                " is a zip file without data.pkl, not written by torch.save");
-    for (const auto& record : reader.getAllRecords()) {
-      torchscript = torchscript || record == "constants.pkl" ||
-                    record.rfind("code/", 0) == 0;
-    }
-  }
-  TensorFile file = torchscript
-                        ? from_torchscript(path)
-                        : from_pickle(read_torch_save(path), nested, path);
+  const c10::IValue root = read_torch_save(input, &torchscript);
+  TensorFile file = torchscript ? from_torchscript(root, path)
+                                : from_pickle(root, nested, path);
   TORCH_CHECK(!file.tensors.empty(), path, " holds no tensors");
   return file;
 }

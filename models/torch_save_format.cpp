@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "models/input_file.h"
 #include "models/pickle_values.h"
 #include "models/zip_check.h"
 
@@ -653,6 +654,8 @@ class BytesAdapter final : public caffe2::serialize::ReadAdapterInterface {
 };
 
 c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive) {
+  TORCH_CHECK(archive.hasRecord("data.pkl"),
+              "a zip file without data.pkl, not written by torch.save");
   const auto [data, size] = archive.getRecord("data.pkl");
   const auto* bytes = static_cast<const char*>(data.get());
   const std::vector<char> pickle(bytes, bytes + size);
@@ -661,13 +664,24 @@ c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive) {
 
 }  // namespace
 
-c10::IValue read_torch_save(const std::string& path) {
+c10::IValue read_torch_save(const InputFile& file, bool* torchscript) {
   try {
-    check_zip_file(path);
+    check_zip_directory(
+        [&](uint64_t offset, void* out, size_t n) {
+          return file.read_some(offset, out, n);
+        },
+        file.size());
   } catch (const ZipError& e) {
-    TORCH_CHECK(false, e.what());
+    TORCH_CHECK(false, file.path(), ": ", e.what());
   }
-  caffe2::serialize::PyTorchStreamReader archive(path);
+  caffe2::serialize::PyTorchStreamReader archive(file.adapter());
+  if (torchscript != nullptr) {
+    *torchscript = false;
+    for (const auto& record : archive.getAllRecords()) {
+      *torchscript = *torchscript || record == "constants.pkl" ||
+                     record.rfind("code/", 0) == 0;
+    }
+  }
   return read_archive(archive);
 }
 

@@ -16,13 +16,17 @@
 
 namespace fgl::models {
 
+class InputFile;
+
 /// Reads the object a torch.save zip file holds, tensors on the CPU. Python
 /// objects it does not know (an argparse.Namespace in a checkpoint, say)
 /// become None. Objects of TorchScript classes (TorchScript archives use the
 /// same format) become dicts of their attributes; no code of theirs runs, and
 /// one whose state is not an attribute dict (a custom __setstate__) is
 /// refused. Throws c10::Error for a damaged or non-torch.save file.
-c10::IValue read_torch_save(const std::string& path);
+/// `torchscript` (optional) tells whether the archive holds TorchScript code
+/// (a TorchScript module, or the archive C++ torch::save writes).
+c10::IValue read_torch_save(const InputFile& file, bool* torchscript = nullptr);
 
 /// read_torch_save on a file's bytes held in memory (the fuzz target's way in).
 c10::IValue read_torch_save(const void* data, size_t size);

@@ -154,34 +154,4 @@ void check_zip_directory(const void* data, size_t size) {
       size);
 }
 
-void check_zip_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail("cannot stat " + path);
-  }
-  try {
-    check_zip_directory(
-        [&](uint64_t offset, void* out, size_t n) -> size_t {
-          size_t got = 0;
-          while (got < n) {
-            const ssize_t r =
-                ::pread(fd, static_cast<char*>(out) + got, n - got,
-                        static_cast<off_t>(offset + got));
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) break;
-            got += static_cast<size_t>(r);
-          }
-          return got;
-        },
-        static_cast<uint64_t>(st.st_size));
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
-}
-
 }  // namespace fgl::models

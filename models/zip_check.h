@@ -32,7 +32,4 @@ void check_zip_directory(const ReadAt& read, uint64_t file_size);
 /// check_zip_directory on bytes in memory.
 void check_zip_directory(const void* data, size_t size);
 
-/// check_zip_directory on the file at `path`.
-void check_zip_file(const std::string& path);
-
 }  // namespace fgl::models

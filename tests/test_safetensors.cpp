@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "models/input_file.h"
 #include "models/safetensors_file.h"
 #include "models/safetensors_header.h"
 #include "test_support.h"
@@ -129,7 +130,7 @@ TEST(SafetensorsFile, ReadsTensorsOntoTheCpu) {
         R"("bias":{"dtype":"F16","shape":[3],"data_offsets":[24,30]}})",
         data);
   }
-  const auto file = models::read_safetensors(path);
+  const auto file = models::read_safetensors(models::InputFile(path));
   std::remove(path.c_str());
   ASSERT_EQ(file.names, (std::vector<std::string>{"weight", "bias"}));
   EXPECT_TRUE(at::equal(file.tensors[0], w));
@@ -143,8 +144,9 @@ TEST(SafetensorsFile, ErrorsNameTheFile) {
     out << file_bytes(
         R"({"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", "short");
   }
-  EXPECT_TRUE(throws_with([&] { models::read_safetensors(path); },
-                          {path, "outside the 5 data bytes"}));
+  EXPECT_TRUE(
+      throws_with([&] { models::read_safetensors(models::InputFile(path)); },
+                  {path, "outside the 5 data bytes"}));
   std::remove(path.c_str());
 }
 

@@ -11,6 +11,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Tuple
@@ -160,6 +161,40 @@ def test_torchscript_module_attributes_are_read_as_data(tmp_path, good):
     assert result.returncode == OK, result.stderr
     assert_matches(load(tmp_path / "y.pt"),
                    reference(torch.load(good[0]), sd["weight"], sd["bias"]))
+
+
+@pytest.mark.parametrize("role", ["input", "weights"])
+def test_path_swapped_to_a_fifo_never_hangs(tmp_path, good, role):
+    """A path flipped between a regular file and a FIFO while fgl_infer
+    checks and opens it: the file is opened once, without blocking, and only
+    a regular file is read. Every run ends, in success or a refusal."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    target = good[0] if role == "input" else good[1]
+    link = tmp_path / "flipping.pt"
+    stop = threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            for points_to in (target, fifo):
+                staged = tmp_path / "staged"
+                os.symlink(points_to, staged)
+                os.replace(staged, link)
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        args = {"input": good[0], "weights": good[1], role: link}
+        for _ in range(15):
+            result = subprocess.run(
+                [BINARY, "--input", str(args["input"]), "--weights",
+                 str(args["weights"]), "--output", str(tmp_path / "y.pt")],
+                capture_output=True, text=True, timeout=60)
+            assert result.returncode in (OK, DATAERR, NOINPUT), result.stderr
+            assert "Traceback" not in result.stderr
+    finally:
+        stop.set()
+        flipper.join()
 
 
 # ------------------------------------------------------ interrupted writes
