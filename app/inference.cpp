@@ -165,6 +165,43 @@ Problem demo_problem() {
   return p;
 }
 
+// --max-input-bytes bounds what the files make the run hold, not only what
+// they store: an expanded view (stride 0) of a few stored bytes stands for
+// as many bytes as its shape says once the run materialises it.
+void require_within_limit(const std::string& what, at::IntArrayRef sizes,
+                          c10::ScalarType dtype, int64_t max_bytes) {
+  int64_t bytes = c10::elementSize(dtype);
+  bool overflow = false;
+  for (const int64_t d : sizes) {
+    overflow = overflow || __builtin_mul_overflow(bytes, d, &bytes);
+  }
+  if (overflow || bytes > max_bytes) {
+    throw AppError(
+        kExitDataErr,
+        what + " " + str(sizes) + " " + c10::toString(dtype) + " takes " +
+            (overflow ? std::string("more than 2^63") : std::to_string(bytes)) +
+            " bytes once materialised, more than the limit of " +
+            std::to_string(max_bytes),
+        "raise --max-input-bytes if the data is meant to be this "
+        "large");
+  }
+}
+
+void require_problem_within_limit(const Problem& p, int64_t max_bytes) {
+  int64_t rows = 0;
+  for (size_t i = 0; i < p.input.tensors.size(); ++i) {
+    const auto& x = p.input.tensors[i];
+    require_within_limit("input batch '" + p.input.names[i] + "'", x.sizes(),
+                         x.scalar_type(), max_bytes);
+    rows += x.dim() == 3 ? x.size(1) : 0;
+  }
+  if (!p.weights.weight.defined()) return;  // a model: its own weights
+  const auto& w = p.weights.weight;
+  require_within_limit("weight", w.sizes(), w.scalar_type(), max_bytes);
+  require_within_limit("the results", {rows, w.size(0)}, w.scalar_type(),
+                       max_bytes);
+}
+
 Problem load_problem(const InferOptions& o) {
   require_readable_file(o.input, "input", o.max_input_bytes);
   if (!o.model.empty()) {
@@ -177,12 +214,16 @@ Problem load_problem(const InferOptions& o) {
                     "--input must be a torch.save / torch::save / TorchScript "
                     "/ safetensors file holding a tensor (R, B, H), or a "
                     "list, tuple or dict of them",
-                    [&] { return models::read_tensor_file(o.input); });
+                    [&] {
+                      return models::read_tensor_file(o.input, false,
+                                                      o.max_input_bytes);
+                    });
   log::info("read " + std::to_string(p.input.tensors.size()) +
             " batch(es) from " + o.input + " (" +
             models::to_string(p.input.format) + ", " +
             models::to_string(p.input.layout) + ")");
   if (!o.model.empty()) {
+    require_problem_within_limit(p, o.max_input_bytes);
     return p;  // the model brings its weights
   }
   p.weights = or_fail(
@@ -190,11 +231,15 @@ Problem load_problem(const InferOptions& o) {
       "--weights must hold an nn.Linear(R*H, K) state_dict (weight, bias), "
       "a bigger state_dict with --weights-prefix, a C++ "
       "torch::save(GatherLinear), or a safetensors file with those keys",
-      [&] { return models::read_weights(o.weights, o.weights_prefix); });
+      [&] {
+        return models::read_weights(o.weights, o.weights_prefix,
+                                    o.max_input_bytes);
+      });
   log::info("weights " + p.weights.prefix + "weight " +
             str(p.weights.weight.sizes()) +
             (p.weights.bias ? " with bias" : " without bias") + " from " +
             o.weights);
+  require_problem_within_limit(p, o.max_input_bytes);
   return p;
 }
 

@@ -34,9 +34,10 @@ name -> tensor; each is a batch. Written by Python torch.save, C++ torch::save,
 torch.jit.save of a module whose attributes are tensors, or safetensors; the
 format is detected. Weight files: nn.Linear(R*H, K).state_dict() (keys weight,
 bias), a bigger state_dict (--weights-prefix), or C++
-torch::save(GatherLinear). TorchScript files hold code: read only trusted
-ones; safetensors is the format for untrusted data. Files over
---max-input-bytes (default 16 GiB) are refused.
+torch::save(GatherLinear). Tensor files are read as data, never run: a
+TorchScript archive's attributes are read without its code. Files, zip
+expansions, tensors and results over --max-input-bytes (default 16 GiB) are
+refused.
 --output is written in the input's structure; read it with torch.load.
 --model takes a TorchScript file or an AOTInductor package (.pt2) whose
 forward takes x (R, B, H), e.g. from examples/export_model.py. Model files are
@@ -189,8 +190,8 @@ Command parse_command_line(int argc, const char* const* argv) {
     ("json", "print one JSON summary on stdout")
     ("log-level", std::string("stderr log level: ") + log::kLevels,
      cxxopts::value<std::string>()->default_value("info"), "LEVEL")
-    ("max-input-bytes", "refuse --input/--weights files larger than N bytes "
-     "(K, M, G, T: binary units; default 16G)",
+    ("max-input-bytes", "refuse files, zip expansions, tensors and results "
+     "larger than N bytes (K, M, G, T: binary units; default 16G)",
      cxxopts::value<std::string>(), "N")
     ("version", "print the version")
     ("h,help", "print this help");

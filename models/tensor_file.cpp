@@ -188,7 +188,8 @@ const char* to_string(FileFormat format) {
   return "?";
 }
 
-TensorFile read_tensor_file(const std::string& path, bool nested) {
+TensorFile read_tensor_file(const std::string& path, bool nested,
+                            uint64_t max_expanded) {
   const InputFile input(path);
   const auto bytes = read_head(input);
   TORCH_CHECK(!bytes.empty(), path, " is empty");
@@ -205,7 +206,7 @@ TensorFile read_tensor_file(const std::string& path, bool nested) {
                     "save it again with torch >= 1.6)"
                   : "");
   bool torchscript = false;
-  const c10::IValue root = read_torch_save(input, &torchscript);
+  const c10::IValue root = read_torch_save(input, &torchscript, max_expanded);
   TensorFile file = torchscript ? from_torchscript(root, path)
                                 : from_pickle(root, nested, path);
   TORCH_CHECK(!file.tensors.empty(), path, " holds no tensors");

@@ -12,6 +12,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,11 @@ struct TensorFile {
 /// Reads `path` onto the CPU. `nested` accepts containers inside containers
 /// (checkpoints, whose names become dotted paths) and skips values that are
 /// not tensors; without it the file must hold a tensor, or a list, tuple or
-/// dict of tensors. Throws c10::Error saying what is wrong with the file.
-TensorFile read_tensor_file(const std::string& path, bool nested = false);
+/// dict of tensors. A zip archive whose records expand to more than
+/// `max_expanded` bytes is refused before any is read. Throws c10::Error
+/// saying what is wrong with the file.
+TensorFile read_tensor_file(const std::string& path, bool nested = false,
+                            uint64_t max_expanded = UINT64_MAX);
 
 /// Writes the tensors (moved to the CPU) in `layout` as Python's torch.save
 /// would, atomically: a failure leaves no file at `path`.

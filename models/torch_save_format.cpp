@@ -664,13 +664,14 @@ c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive) {
 
 }  // namespace
 
-c10::IValue read_torch_save(const InputFile& file, bool* torchscript) {
+c10::IValue read_torch_save(const InputFile& file, bool* torchscript,
+                            uint64_t max_expanded) {
   try {
     check_zip_directory(
         [&](uint64_t offset, void* out, size_t n) {
           return file.read_some(offset, out, n);
         },
-        file.size());
+        file.size(), max_expanded);
   } catch (const ZipError& e) {
     TORCH_CHECK(false, file.path(), ": ", e.what());
   }

@@ -11,6 +11,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,10 @@ class InputFile;
 /// one whose state is not an attribute dict (a custom __setstate__) is
 /// refused. Throws c10::Error for a damaged or non-torch.save file.
 /// `torchscript` (optional) tells whether the archive holds TorchScript code
-/// (a TorchScript module, or the archive C++ torch::save writes).
-c10::IValue read_torch_save(const InputFile& file, bool* torchscript = nullptr);
+/// (a TorchScript module, or the archive C++ torch::save writes); an archive
+/// whose records expand to more than `max_expanded` bytes is refused.
+c10::IValue read_torch_save(const InputFile& file, bool* torchscript = nullptr,
+                            uint64_t max_expanded = UINT64_MAX);
 
 /// read_torch_save on a file's bytes held in memory (the fuzz target's way in).
 c10::IValue read_torch_save(const void* data, size_t size);

@@ -36,8 +36,9 @@ std::string list_names(const TensorFile& file) {
 
 }  // namespace
 
-LinearWeights read_weights(const std::string& path, const std::string& prefix) {
-  const TensorFile file = read_tensor_file(path, /*nested=*/true);
+LinearWeights read_weights(const std::string& path, const std::string& prefix,
+                           uint64_t max_expanded) {
+  const TensorFile file = read_tensor_file(path, /*nested=*/true, max_expanded);
   std::vector<std::string> candidates;
   if (prefix.empty()) {
     candidates = {"", "proj."};

@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -24,10 +25,12 @@ struct LinearWeights {
 
 /// Reads `<prefix>weight` and, when present, `<prefix>bias` from `path`. An
 /// empty prefix looks for "weight", then "proj.weight"; a prefix may be given
-/// with or without its trailing dot. Throws c10::Error naming what is missing
-/// or misshapen and the names the file does hold.
+/// with or without its trailing dot. `max_expanded` as in read_tensor_file.
+/// Throws c10::Error naming what is missing or misshapen and the names the
+/// file does hold.
 LinearWeights read_weights(const std::string& path,
-                           const std::string& prefix = "");
+                           const std::string& prefix = "",
+                           uint64_t max_expanded = UINT64_MAX);
 
 /// Options for a module that takes x [R, B, H] with these weights. R and H
 /// come from x, since a [K, R*H] weight cannot tell them apart; throws

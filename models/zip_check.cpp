@@ -99,8 +99,10 @@ void apply_zip64(const unsigned char* extra, size_t n, uint64_t& uncompressed,
 
 }  // namespace
 
-void check_zip_directory(const ReadAt& read, uint64_t file_size) {
+void check_zip_directory(const ReadAt& read, uint64_t file_size,
+                         uint64_t max_expanded) {
   const Directory d = find_directory(read, file_size);
+  uint64_t expanded = 0;
   if (d.size > kMaxDirectoryBytes) {
     fail("the central directory of " + std::to_string(d.size) +
          " bytes exceeds the limit of " + std::to_string(kMaxDirectoryBytes));
@@ -132,6 +134,11 @@ void check_zip_directory(const ReadAt& read, uint64_t file_size) {
       fail("record '" + record + "' declares " + std::to_string(uncompressed) +
            " bytes at offset " + std::to_string(offset) + " in a file of " +
            std::to_string(file_size) + " bytes");
+    }
+    expanded += uncompressed;  // each at most 1032 x the file: no overflow
+    if (expanded > max_expanded) {
+      fail("its records expand to more than " + std::to_string(max_expanded) +
+           " bytes (the limit)");
     }
     at += kEntrySize + name + extra + comment;
   }

@@ -24,10 +24,12 @@ class ZipError : public std::runtime_error {
 using ReadAt = std::function<size_t(uint64_t offset, void* out, size_t n)>;
 
 /// Throws ZipError when the archive of `file_size` bytes has no readable
-/// central directory, or one of its records declares a size or offset the
+/// central directory, one of its records declares a size or offset the
 /// file cannot hold (stored records: at most the file's size; compressed
-/// ones: at most deflate's 1032:1 ratio over their compressed size).
-void check_zip_directory(const ReadAt& read, uint64_t file_size);
+/// ones: at most deflate's 1032:1 ratio over their compressed size), or its
+/// records together expand to more than `max_expanded` bytes.
+void check_zip_directory(const ReadAt& read, uint64_t file_size,
+                         uint64_t max_expanded = UINT64_MAX);
 
 /// check_zip_directory on bytes in memory.
 void check_zip_directory(const void* data, size_t size);

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Tuple
 
@@ -107,6 +108,57 @@ def test_file_over_the_size_cap(tmp_path, good):
     assert run("--input", good[0], "--weights", good[1],
                "--max-input-bytes", size * 4).returncode == OK
     assert_error(run("--max-input-bytes", 0), USAGE, "must be > 0")
+
+
+def test_limit_bounds_materialised_sizes(tmp_path, good):
+    """--max-input-bytes bounds what a file makes the run hold: an expanded
+    view of 64 stored bytes, x or weight, counts as its shape says, and so do
+    the results of small files."""
+    x = torch.ones(4, 1, 4).expand(4, 10 ** 8, 4)
+    torch.save(x, tmp_path / "wide.pt")
+    assert (tmp_path / "wide.pt").stat().st_size < 4096
+    result = run("--input", tmp_path / "wide.pt", "--weights", good[1],
+                 "--max-input-bytes", "1GiB", "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "input batch 'x' [4, 100000000, 4] Float "
+                 "takes 6400000000 bytes once materialised",
+                 "--max-input-bytes", tmp_path=tmp_path)
+    torch.save(torch.ones(4, 1, 4).expand(4, 2 ** 40, 4), tmp_path / "huge.pt")
+    result = run("--input", tmp_path / "huge.pt", "--weights", good[1],
+                 "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "once materialised", tmp_path=tmp_path)
+    torch.save({"weight": torch.ones(1, 32).expand(10 ** 6, 32)},
+               tmp_path / "tall.pt")
+    result = run("--input", good[0], "--weights", tmp_path / "tall.pt",
+                 "--max-input-bytes", "64MiB", "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "weight [1000000, 32] Float takes "
+                 "128000000 bytes", tmp_path=tmp_path)
+    torch.save(torch.randn(4, 4000, 8), tmp_path / "x.pt")
+    torch.save(linear_state_dict(4, 8, 100_000), tmp_path / "w.pt")
+    result = run("--input", tmp_path / "x.pt", "--weights", tmp_path / "w.pt",
+                 "--max-input-bytes", "1GiB", "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "the results [4000, 100000] Float takes "
+                 "1600000000 bytes", tmp_path=tmp_path)
+
+
+def test_limit_bounds_what_zip_records_expand_to(tmp_path, good):
+    """A deflated record stands for up to 1032 times its size: the records'
+    expanded sizes count against --max-input-bytes before any is read."""
+    torch.save({**torch.load(good[1]), "pad": "a" * 10_000_000},
+               tmp_path / "padded.pt")
+    with zipfile.ZipFile(tmp_path / "padded.pt") as z:
+        records = [(info, z.read(info)) for info in z.infolist()]
+    with zipfile.ZipFile(tmp_path / "deflated.pt", "w") as z:
+        for info, data in records:
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data)
+    assert (tmp_path / "deflated.pt").stat().st_size < 100_000
+    result = run("--input", good[0], "--weights", tmp_path / "deflated.pt",
+                 "--max-input-bytes", "1MiB", "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "expand to more than 1048576 bytes",
+                 tmp_path=tmp_path)
+    result = run("--input", good[0], "--weights", tmp_path / "deflated.pt",
+                 "--output", tmp_path / "y.pt")
+    assert result.returncode == OK, result.stderr
 
 
 def test_torchscript_module_without_tensors(tmp_path, good):
