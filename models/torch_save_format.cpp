@@ -141,6 +141,10 @@ class PickleMachine {
     return {out.rbegin(), out.rend()};
   }
   void push(c10::IValue v) {
+    // Each value costs memory whether or not the result keeps it: a pickle
+    // of a few megabytes (deflated: kilobytes) could build billions.
+    TORCH_CHECK(++pushed_ <= kMaxPickleValues, "the pickle builds more than ",
+                kMaxPickleValues, " values");
     if (v.isList() || v.isGenericDict() || v.isTuple()) created_.push_back(v);
     stack_.push_back(Item{std::move(v)});
   }
@@ -489,6 +493,7 @@ class PickleMachine {
   // TorchScript objects' dicts (script_object), with their class names.
   std::unordered_map<const void*, std::string> script_objects_;
   std::vector<c10::IValue> created_;  // every container, see ~PickleMachine
+  int64_t pushed_ = 0;                // values built, see push
 };
 
 // Emits protocol-2 pickle opcodes; tensors become storages written as
