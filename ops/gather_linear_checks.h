@@ -48,7 +48,8 @@ void check_gather_linear_out_symint(const at::Tensor& out, const at::Tensor& x,
 /// Whether `out` may overlap an input although check_gather_linear_out passed:
 /// it shares an input's storage and one of the two is not dense, where ATen's
 /// overlap test gives up. The backends then compute into a fresh tensor and
-/// copy it into `out`, so every input is read before `out` is written.
+/// copy it into `out` (backend_entry.h), so every input is read before `out`
+/// is written.
 bool out_may_overlap_inputs(const at::Tensor& out, const at::Tensor& x,
                             const at::Tensor& weight,
                             const std::optional<at::Tensor>& bias);

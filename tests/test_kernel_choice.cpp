@@ -49,6 +49,17 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
   EXPECT_TRUE(plan_stream(h200(32, 1, 128, 4096, 8)).has_value());
 }
 
+TEST(KernelChoice, TheStreamingRouteComesWithItsPlan) {
+  const Problem decode = h200(32, 1, 128, 4096, 2);
+  const RouteChoice streamed = choose(decode);
+  EXPECT_EQ(streamed.route, Route::kStream);
+  ASSERT_TRUE(streamed.stream.has_value());
+  EXPECT_EQ(streamed.stream->splits, plan_stream(decode)->splits);
+  const RouteChoice large = choose(h200(32, 4096, 128, 4096, 2));
+  EXPECT_EQ(large.route, Route::kCublasCat);
+  EXPECT_FALSE(large.stream.has_value());
+}
+
 TEST(KernelChoice, LargeProblemsTakeCublas) {
   EXPECT_EQ(choose_route(h200(32, 4096, 128, 4096, 2)), Route::kCublasCat);
   auto view = h200(32, 4096, 128, 4096, 2);

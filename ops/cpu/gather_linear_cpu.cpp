@@ -10,6 +10,7 @@
 #include <ATen/Dispatch.h>
 #include <torch/library.h>
 
+#include "backend_entry.h"
 #include "gather_linear_checks.h"
 #include "gathered_view.h"
 #include "make_params.h"
@@ -76,24 +77,12 @@ void run(const at::Tensor& x, const at::Tensor& weight,
 at::Tensor& gather_linear_out_cpu(const at::Tensor& x, const at::Tensor& weight,
                                   const std::optional<at::Tensor>& bias,
                                   at::Tensor& out) {
-  const auto s = detail::check_gather_linear_inputs(x, weight, bias);
-  detail::check_gather_linear_out(out, x, weight, bias, s);
-  if (detail::out_may_overlap_inputs(out, x, weight, bias)) {
-    at::Tensor fresh = at::empty({s.B, s.K}, x.options());
-    run(x, weight, bias, s, fresh);
-    out.copy_(fresh);
-    return out;
-  }
-  run(x, weight, bias, s, out);
-  return out;
+  return detail::gather_linear_out_with(x, weight, bias, out, run);
 }
 
 at::Tensor gather_linear_cpu(const at::Tensor& x, const at::Tensor& weight,
                              const std::optional<at::Tensor>& bias) {
-  const auto s = detail::check_gather_linear_inputs(x, weight, bias);
-  at::Tensor out = at::empty({s.B, s.K}, x.options());
-  run(x, weight, bias, s, out);
-  return out;
+  return detail::gather_linear_with(x, weight, bias, run);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "backend_entry.h"
 #include "gather_linear_checks.h"
 #include "gather_linear_kernel.h"
 #include "gathered_view.h"
@@ -94,7 +95,8 @@ void run(const at::Tensor& x, const at::Tensor& weight,
   }
   const auto view = detail::gathered_view(x);
   const cuda::Problem problem = describe(x, weight, s, view.has_value());
-  const cuda::Route route = cuda::choose_route(problem);
+  const cuda::RouteChoice choice = cuda::choose(problem);
+  const cuda::Route route = choice.route;
   if (route == cuda::Route::kCublasView) {
     cublas(*view, weight, bias, out);
     return;
@@ -114,7 +116,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
         const auto p =
             detail::make_params<T, scalar_t>(x, weight, bias, out, s);
         if (route == cuda::Route::kStream) {
-          C10_CUDA_CHECK(cuda::launch_stream(p, *cuda::plan_stream(problem),
+          C10_CUDA_CHECK(cuda::launch_stream(p, *choice.stream,
                                              problem.x_vectors, stream));
         } else {
           C10_CUDA_CHECK(cuda::launch_tiled(p, stream));
@@ -126,24 +128,12 @@ at::Tensor& gather_linear_out_cuda(const at::Tensor& x,
                                    const at::Tensor& weight,
                                    const std::optional<at::Tensor>& bias,
                                    at::Tensor& out) {
-  const auto s = detail::check_gather_linear_inputs(x, weight, bias);
-  detail::check_gather_linear_out(out, x, weight, bias, s);
-  if (detail::out_may_overlap_inputs(out, x, weight, bias)) {
-    at::Tensor fresh = at::empty({s.B, s.K}, x.options());
-    run(x, weight, bias, s, fresh);
-    out.copy_(fresh);
-    return out;
-  }
-  run(x, weight, bias, s, out);
-  return out;
+  return detail::gather_linear_out_with(x, weight, bias, out, run);
 }
 
 at::Tensor gather_linear_cuda(const at::Tensor& x, const at::Tensor& weight,
                               const std::optional<at::Tensor>& bias) {
-  const auto s = detail::check_gather_linear_inputs(x, weight, bias);
-  at::Tensor out = at::empty({s.B, s.K}, x.options());
-  run(x, weight, bias, s, out);
-  return out;
+  return detail::gather_linear_with(x, weight, bias, run);
 }
 
 }  // namespace

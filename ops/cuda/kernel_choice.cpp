@@ -122,24 +122,28 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
   return best;
 }
 
-Route choose_route(const Problem& p) {
+RouteChoice choose(const Problem& p) {
+  const auto plan = plan_stream(p);
+  const Route fallback =
+      p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
   if (const auto forced = forced_route()) {
-    const bool runs = *forced == Route::kStream ? plan_stream(p).has_value()
+    const bool runs = *forced == Route::kStream       ? plan.has_value()
                       : *forced == Route::kCublasView ? p.x_gathered_view
                                                       : true;
-    if (runs) return *forced;
+    if (runs) return {*forced, *forced == Route::kStream ? plan : std::nullopt};
   }
+  bool stream = false;
   if (p.element_size == 2) {
-    if (p.B <= kMaxStreamRowsHalf && plan_stream(p)) return Route::kStream;
+    stream = p.B <= kMaxStreamRowsHalf;
   } else if (p.element_size == 4) {
     const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
-    if (p.B <= kMaxStreamRowsFloat && weight_bytes >= kMinFloatWeightBytes &&
-        plan_stream(p)) {
-      return Route::kStream;
-    }
+    stream = p.B <= kMaxStreamRowsFloat && weight_bytes >= kMinFloatWeightBytes;
   }
-  return p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
+  if (stream && plan) return {Route::kStream, plan};
+  return {fallback, std::nullopt};
 }
+
+Route choose_route(const Problem& p) { return choose(p).route; }
 
 void force_route(std::optional<Route> route) {
   g_forced_route.store(route ? static_cast<int>(*route) : -1);

@@ -52,8 +52,16 @@ struct StreamPlan {
 /// (not sm_90, weight not readable by the copy engine, x slab too large).
 std::optional<StreamPlan> plan_stream(const Problem& p);
 
+/// A route, with the streaming kernel's plan when it is kStream.
+struct RouteChoice {
+  Route route = Route::kCublasCat;
+  std::optional<StreamPlan> stream;
+};
+
 /// The route for `p`, by the measured table; requires B, K and R*H > 0 (the
 /// torch-facing side answers an empty contraction with the bias itself).
+RouteChoice choose(const Problem& p);
+/// choose(p).route.
 Route choose_route(const Problem& p);
 
 /// Tests and benchmarks force a route with this (nullopt: the policy's).
