@@ -160,8 +160,8 @@ Problem demo_problem() {
   p.input.layout = models::Layout::kTensor;
   p.input.names = {"demo"};
   p.input.tensors = {at::randn({D::R, D::B, D::H})};
-  p.weights =
-      LinearWeights{demo->proj->weight.detach(), demo->proj->bias.detach(), ""};
+  p.weights = LinearWeights{
+      demo->proj->weight.detach(), demo->proj->bias.detach(), "", {}};
   return p;
 }
 
@@ -218,6 +218,9 @@ Problem load_problem(const InferOptions& o) {
                       return models::read_tensor_file(o.input, false,
                                                       o.max_input_bytes);
                     });
+  for (const auto& entry : p.input.skipped) {
+    log::debug("input entry " + entry + " skipped");
+  }
   log::info("read " + std::to_string(p.input.tensors.size()) +
             " batch(es) from " + o.input + " (" +
             models::to_string(p.input.format) + ", " +
@@ -235,6 +238,9 @@ Problem load_problem(const InferOptions& o) {
         return models::read_weights(o.weights, o.weights_prefix,
                                     o.max_input_bytes);
       });
+  for (const auto& entry : p.weights.skipped) {
+    log::debug("weights entry " + entry + " skipped");
+  }
   log::info("weights " + p.weights.prefix + "weight " +
             str(p.weights.weight.sizes()) +
             (p.weights.bias ? " with bias" : " without bias") + " from " +

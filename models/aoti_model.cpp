@@ -85,7 +85,7 @@ std::optional<LinearWeights> AotiModel::weights() const {
   if (!weight) {
     return std::nullopt;
   }
-  return LinearWeights{*weight, find("proj.bias"), "proj."};
+  return LinearWeights{*weight, find("proj.bias"), "proj.", {}};
 }
 
 }  // namespace fgl::models

@@ -11,14 +11,38 @@ namespace {
 
 at::ScalarType to_scalar_type(SafetensorsDtype dtype) {
   switch (dtype) {
-    case SafetensorsDtype::kF32:
-      return at::kFloat;
+    case SafetensorsDtype::kBool:
+      return at::kBool;
+    case SafetensorsDtype::kU8:
+      return at::kByte;
+    case SafetensorsDtype::kI8:
+      return at::kChar;
+    case SafetensorsDtype::kI16:
+      return at::kShort;
+    case SafetensorsDtype::kU16:
+      return at::kUInt16;
+    case SafetensorsDtype::kI32:
+      return at::kInt;
+    case SafetensorsDtype::kU32:
+      return at::kUInt32;
+    case SafetensorsDtype::kI64:
+      return at::kLong;
+    case SafetensorsDtype::kU64:
+      return at::kUInt64;
     case SafetensorsDtype::kF16:
       return at::kHalf;
     case SafetensorsDtype::kBF16:
       return at::kBFloat16;
+    case SafetensorsDtype::kF32:
+      return at::kFloat;
     case SafetensorsDtype::kF64:
       return at::kDouble;
+    case SafetensorsDtype::kF8E4M3:
+      return at::kFloat8_e4m3fn;
+    case SafetensorsDtype::kF8E5M2:
+      return at::kFloat8_e5m2;
+    case SafetensorsDtype::kUnknown:
+      break;
   }
   TORCH_CHECK(false, "unknown safetensors dtype");
 }
@@ -39,6 +63,10 @@ TensorFile read_safetensors(const InputFile& file) {
     const uint64_t data_start = 8 + n;
     for (const auto& e :
          parse_safetensors_header(json, file_size - data_start)) {
+      if (e.dtype == SafetensorsDtype::kUnknown) {
+        out.skipped.push_back(e.name + " (dtype " + e.dtype_name + ")");
+        continue;
+      }
       auto t = at::empty(e.shape,
                          at::TensorOptions().dtype(to_scalar_type(e.dtype)));
       file.read_exact(data_start + e.begin, t.data_ptr(), e.end - e.begin);

@@ -16,13 +16,27 @@ SafetensorsDtype parse_dtype(const std::string& name, const Json& value) {
   if (!value.is_string()) {
     fail("tensor '" + name + "' has no dtype string");
   }
+  static const std::pair<const char*, SafetensorsDtype> kNames[] = {
+      {"BOOL", SafetensorsDtype::kBool},
+      {"U8", SafetensorsDtype::kU8},
+      {"I8", SafetensorsDtype::kI8},
+      {"I16", SafetensorsDtype::kI16},
+      {"U16", SafetensorsDtype::kU16},
+      {"I32", SafetensorsDtype::kI32},
+      {"U32", SafetensorsDtype::kU32},
+      {"I64", SafetensorsDtype::kI64},
+      {"U64", SafetensorsDtype::kU64},
+      {"F16", SafetensorsDtype::kF16},
+      {"BF16", SafetensorsDtype::kBF16},
+      {"F32", SafetensorsDtype::kF32},
+      {"F64", SafetensorsDtype::kF64},
+      {"F8_E4M3", SafetensorsDtype::kF8E4M3},
+      {"F8_E5M2", SafetensorsDtype::kF8E5M2}};
   const auto& s = value.get_ref<const std::string&>();
-  if (s == "F32") return SafetensorsDtype::kF32;
-  if (s == "F16") return SafetensorsDtype::kF16;
-  if (s == "BF16") return SafetensorsDtype::kBF16;
-  if (s == "F64") return SafetensorsDtype::kF64;
-  fail("tensor '" + name + "' has dtype " + s.substr(0, 16) +
-       "; only F32, F16, BF16 and F64 are read");
+  for (const auto& [spelling, dtype] : kNames) {
+    if (s == spelling) return dtype;
+  }
+  return SafetensorsDtype::kUnknown;
 }
 
 // Each dim a non-negative integer; the element count must not overflow.
@@ -57,6 +71,7 @@ SafetensorsEntry parse_entry(const std::string& name, const Json& value,
   e.name = name;
   const auto dtype = value.find("dtype");
   e.dtype = parse_dtype(name, dtype == value.end() ? Json() : *dtype);
+  e.dtype_name = dtype->get<std::string>().substr(0, 32);
   const auto shape = value.find("shape");
   uint64_t numel = 0;
   e.shape = parse_shape(name, shape == value.end() ? Json() : *shape, numel);
@@ -73,6 +88,9 @@ SafetensorsEntry parse_entry(const std::string& name, const Json& value,
          ", " + std::to_string(e.end) + "] outside the " +
          std::to_string(data_bytes) + " data bytes of the file");
   }
+  if (e.dtype == SafetensorsDtype::kUnknown) {
+    return e;  // its size per element is unknown; it will not be read
+  }
   uint64_t nbytes = 0;
   const bool overflow =
       __builtin_mul_overflow(numel, element_size(e.dtype), &nbytes);
@@ -88,13 +106,27 @@ SafetensorsEntry parse_entry(const std::string& name, const Json& value,
 
 size_t element_size(SafetensorsDtype dtype) {
   switch (dtype) {
-    case SafetensorsDtype::kF32:
-      return 4;
+    case SafetensorsDtype::kBool:
+    case SafetensorsDtype::kU8:
+    case SafetensorsDtype::kI8:
+    case SafetensorsDtype::kF8E4M3:
+    case SafetensorsDtype::kF8E5M2:
+      return 1;
+    case SafetensorsDtype::kI16:
+    case SafetensorsDtype::kU16:
     case SafetensorsDtype::kF16:
     case SafetensorsDtype::kBF16:
       return 2;
+    case SafetensorsDtype::kI32:
+    case SafetensorsDtype::kU32:
+    case SafetensorsDtype::kF32:
+      return 4;
+    case SafetensorsDtype::kI64:
+    case SafetensorsDtype::kU64:
     case SafetensorsDtype::kF64:
       return 8;
+    case SafetensorsDtype::kUnknown:
+      return 0;
   }
   return 0;
 }

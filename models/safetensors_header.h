@@ -23,11 +23,31 @@ class SafetensorsError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class SafetensorsDtype { kF32, kF16, kBF16, kF64 };
+/// The format's dtypes fgl knows; kUnknown for any other name (a newer or
+/// packed format), whose entries are skipped rather than read.
+enum class SafetensorsDtype {
+  kBool,
+  kU8,
+  kI8,
+  kI16,
+  kU16,
+  kI32,
+  kU32,
+  kI64,
+  kU64,
+  kF16,
+  kBF16,
+  kF32,
+  kF64,
+  kF8E4M3,
+  kF8E5M2,
+  kUnknown
+};
 
 struct SafetensorsEntry {
   std::string name;
   SafetensorsDtype dtype = SafetensorsDtype::kF32;
+  std::string dtype_name;  // as the header spells it
   std::vector<int64_t> shape;
   uint64_t begin = 0;  // byte offsets into the data section, end exclusive
   uint64_t end = 0;
@@ -36,7 +56,7 @@ struct SafetensorsEntry {
 /// The most JSON header bytes read (the reference implementation's limit).
 constexpr uint64_t kMaxSafetensorsHeaderBytes = 100u << 20;
 
-/// Bytes per element of `dtype`.
+/// Bytes per element of `dtype`; 0 for kUnknown.
 size_t element_size(SafetensorsDtype dtype);
 
 /// Reads the 8-byte length prefix from the first `size` bytes of a file of
@@ -48,9 +68,9 @@ uint64_t safetensors_header_length(const unsigned char* data, size_t size,
 
 /// Parses the JSON header `json` of a file whose data section holds
 /// `data_bytes` bytes. Entries come in file order. Throws SafetensorsError for
-/// bad JSON, unknown dtypes (only F32, F16, BF16, F64 are read), negative or
-/// overflowing shapes, and offsets outside the data section or disagreeing
-/// with the shape.
+/// bad JSON, a missing dtype, negative or overflowing shapes, and offsets
+/// outside the data section or (for known dtypes) disagreeing with the
+/// shape.
 std::vector<SafetensorsEntry> parse_safetensors_header(const std::string& json,
                                                        uint64_t data_bytes);
 

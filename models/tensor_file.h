@@ -33,6 +33,8 @@ struct TensorFile {
   Layout layout = Layout::kTensor;
   std::vector<std::string> names;
   std::vector<at::Tensor> tensors;
+  // Entries not read, as "name (why)": safetensors dtypes fgl does not know.
+  std::vector<std::string> skipped;
 };
 
 /// Reads `path` onto the CPU. `nested` accepts containers inside containers

@@ -45,6 +45,36 @@ const std::map<std::string, at::ScalarType>& storage_dtypes() {
   return dtypes;
 }
 
+// The dtype a pickle names "torch.float8_e4m3fn" (a torch.dtype global).
+at::ScalarType dtype_named(const std::string& global) {
+  static const auto by_name = [] {
+    std::map<std::string, at::ScalarType> names;
+#define FGL_DTYPE_NAME(_, dtype)                           \
+  {                                                        \
+    const auto both = c10::getDtypeNames(at::k##dtype);    \
+    names.emplace("torch." + both.first, at::k##dtype);    \
+    if (!both.second.empty()) {                            \
+      names.emplace("torch." + both.second, at::k##dtype); \
+    }                                                      \
+  }
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(FGL_DTYPE_NAME)
+    FGL_DTYPE_NAME(_, Bool)
+    FGL_DTYPE_NAME(_, BFloat16)
+    FGL_DTYPE_NAME(_, Float8_e4m3fn)
+    FGL_DTYPE_NAME(_, Float8_e5m2)
+    FGL_DTYPE_NAME(_, Float8_e4m3fnuz)
+    FGL_DTYPE_NAME(_, Float8_e5m2fnuz)
+    FGL_DTYPE_NAME(_, UInt16)
+    FGL_DTYPE_NAME(_, UInt32)
+    FGL_DTYPE_NAME(_, UInt64)
+#undef FGL_DTYPE_NAME
+    return names;
+  }();
+  const auto it = by_name.find(global);
+  TORCH_CHECK(it != by_name.end(), "unknown dtype ", global, " in the pickle");
+  return it->second;
+}
+
 std::vector<int64_t> int_tuple(const c10::IValue& value) {
   std::vector<int64_t> out;
   for (const auto& e : value.toTupleRef().elements()) {
@@ -123,10 +153,11 @@ class PickleMachine {
     stack_.pop_back();
     return item;
   }
+  // A global used as a value (a torch.dtype in a checkpoint's config, say)
+  // stands for its name: "torch.float32".
   static c10::IValue value(const Item& item) {
-    TORCH_CHECK(!item.mark && item.global.empty(), "unexpected ",
-                item.mark ? "MARK" : item.global, " in the pickle");
-    return item.value;
+    TORCH_CHECK(!item.mark, "unexpected MARK in the pickle");
+    return item.global.empty() ? item.value : c10::IValue(item.global);
   }
   // The values above the topmost MARK, which is removed.
   std::vector<c10::IValue> pop_to_mark() {
@@ -146,7 +177,7 @@ class PickleMachine {
     TORCH_CHECK(++pushed_ <= kMaxPickleValues, "the pickle builds more than ",
                 kMaxPickleValues, " values");
     if (v.isList() || v.isGenericDict() || v.isTuple()) created_.push_back(v);
-    stack_.push_back(Item{std::move(v)});
+    stack_.push_back(Item{std::move(v), {}});
   }
   // Tuples can be dict keys, which are hashed and compared recursively
   // while the pickle runs: their nesting is bounded as they are made.
@@ -222,20 +253,27 @@ class PickleMachine {
   // data/<key>, read once and shared by every view of it.
   c10::IValue persistent_load(const c10::IValue& pid) {
     const auto& e = pid.toTupleRef().elements();
+    // Storages of a dtype with a legacy class (torch.FloatStorage, ...) and,
+    // from _rebuild_tensor_v3 (float8, uint16, ...), untyped ones in bytes.
+    const bool untyped = e.size() >= 5 && e[1].isString() &&
+                         e[1].toStringRef() == "torch.storage.UntypedStorage";
     TORCH_CHECK(e.size() >= 5 && e[0].isString() &&
-                    e[0].toStringRef() == "storage" && e[1].isInt(),
+                    e[0].toStringRef() == "storage" &&
+                    (e[1].isInt() || untyped),
                 "unsupported persistent id in the pickle");
     const std::string key = e[2].toStringRef();
     const auto it = storages_.find(key);
     if (it != storages_.end()) {
       return it->second;
     }
-    bool known = false;
+    bool known = untyped;
     for (const auto& entry : storage_dtypes()) {
-      known = known || static_cast<int64_t>(entry.second) == e[1].toInt();
+      known = known || (e[1].isInt() &&
+                        static_cast<int64_t>(entry.second) == e[1].toInt());
     }
     TORCH_CHECK(known, "storage ", key, " has an unsupported type");
-    const auto dtype = static_cast<at::ScalarType>(e[1].toInt());
+    const auto dtype =
+        untyped ? at::kByte : static_cast<at::ScalarType>(e[1].toInt());
     const int64_t numel = e[4].toInt();
     // NOTE: the pickle's numel is untrusted: it must match the record's size
     // before anything is allocated.
@@ -271,6 +309,20 @@ class PickleMachine {
       TORCH_CHECK(a.size() >= 4 && a[0].isTensor(), "bad arguments to ", fn);
       return a[0].toTensor().as_strided(int_tuple(a[2]), int_tuple(a[3]),
                                         a[1].toInt());
+    }
+    // (untyped storage, offset, size, stride, requires_grad, hooks, dtype):
+    // the storage's bytes seen as `dtype`.
+    if (fn == "torch._utils._rebuild_tensor_v3") {
+      TORCH_CHECK(a.size() >= 7 && a[0].isTensor() && a[6].isString(),
+                  "bad arguments to ", fn);
+      const auto dtype = dtype_named(a[6].toStringRef());
+      const auto bytes = a[0].toTensor();
+      const auto size = static_cast<int64_t>(c10::elementSize(dtype));
+      TORCH_CHECK(bytes.numel() % size == 0, "storage of ", bytes.numel(),
+                  " bytes does not hold whole ", a[6].toStringRef(),
+                  " elements");
+      return bytes.view(dtype).as_strided(int_tuple(a[2]), int_tuple(a[3]),
+                                          a[1].toInt());
     }
     // C++ pickle_save's type tags: the value is all we need.
     if (fn == "torch.jit._pickle.restore_type_tag" ||

@@ -31,6 +31,12 @@ std::string list_names(const TensorFile& file) {
   if (shown < file.names.size()) {
     os << ", ... (" << file.names.size() << " in all)";
   }
+  if (!file.skipped.empty()) {
+    os << "; not read: " << file.skipped.front();
+    if (file.skipped.size() > 1) {
+      os << " and " << file.skipped.size() - 1 << " more";
+    }
+  }
   return os.str();
 }
 
@@ -52,7 +58,7 @@ LinearWeights read_weights(const std::string& path, const std::string& prefix,
     }
     TORCH_CHECK(weight->dim() == 2, path, ": ", p,
                 "weight must be 2-D (K, R*H), got shape ", weight->sizes());
-    LinearWeights out{*weight, find(file, p + "bias"), p};
+    LinearWeights out{*weight, find(file, p + "bias"), p, file.skipped};
     if (out.bias) {
       TORCH_CHECK(out.bias->dim() == 1 && out.bias->size(0) == out.K(), path,
                   ": ", p, "bias must be 1-D of length K = ", out.K(),

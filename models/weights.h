@@ -10,15 +10,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/gather_linear_module.h"
 
 namespace fgl::models {
 
 struct LinearWeights {
-  at::Tensor weight;               // [K, R*H]
-  std::optional<at::Tensor> bias;  // [K]
-  std::string prefix;              // the prefix the tensors were found under
+  at::Tensor weight;                 // [K, R*H]
+  std::optional<at::Tensor> bias;    // [K]
+  std::string prefix;                // the prefix the tensors were found under
+  std::vector<std::string> skipped;  // the file's entries not read (why)
   int64_t K() const { return weight.size(0); }
   int64_t in_features() const { return weight.size(1); }
 };

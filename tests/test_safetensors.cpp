@@ -78,8 +78,11 @@ TEST(SafetensorsHeader, MalformedFilesAreRefused) {
   EXPECT_TRUE(refused_with(file_bytes("[1,2]", data), "not a JSON object"));
   EXPECT_TRUE(refused_with(one("3"), "entry 't' is not an object"));
   EXPECT_TRUE(
-      refused_with(one(R"({"dtype":"I32","shape":[4],"data_offsets":[0,16]})"),
-                   "dtype I32; only F32, F16, BF16 and F64"));
+      refused_with(one(R"({"dtype":"I32","shape":[8],"data_offsets":[0,16]})"),
+                   "has 16 data bytes, but its shape and dtype need 32"));
+  EXPECT_TRUE(
+      refused_with(one(R"({"dtype":"Q4","shape":[4],"data_offsets":[0,32]})"),
+                   "outside the 16 data bytes"));
   EXPECT_TRUE(refused_with(one(R"({"shape":[4],"data_offsets":[0,16]})"),
                            "no dtype string"));
   EXPECT_TRUE(
@@ -135,6 +138,34 @@ TEST(SafetensorsFile, ReadsTensorsOntoTheCpu) {
   ASSERT_EQ(file.names, (std::vector<std::string>{"weight", "bias"}));
   EXPECT_TRUE(at::equal(file.tensors[0], w));
   EXPECT_TRUE(at::equal(file.tensors[1], b));
+}
+
+// Checkpoints hold more than float tensors (int64 position ids, float8
+// weights, ...): every dtype of the format is read as itself, and an entry
+// of a dtype fgl does not know is skipped, not a reason to refuse the file.
+TEST(SafetensorsFile, ReadsEveryDtypeAndSkipsUnknownOnes) {
+  const auto ids = at::arange(5, at::kLong);
+  const auto scale = at::randn({4}).to(at::kFloat8_e4m3fn);
+  std::string data(static_cast<const char*>(ids.data_ptr()), ids.nbytes());
+  data.append(static_cast<const char*>(scale.data_ptr()), scale.nbytes());
+  data.append(6, '\x11');  // a packed tensor of some newer format
+  const std::string path = ::testing::TempDir() + "fgl_mixed.safetensors";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << file_bytes(
+        R"({"ids":{"dtype":"I64","shape":[5],"data_offsets":[0,40]},)"
+        R"("scale":{"dtype":"F8_E4M3","shape":[4],"data_offsets":[40,44]},)"
+        R"("packed":{"dtype":"Q4_K","shape":[12],"data_offsets":[44,50]}})",
+        data);
+  }
+  const auto file = models::read_safetensors(models::InputFile(path));
+  std::remove(path.c_str());
+  ASSERT_EQ(file.names, (std::vector<std::string>{"ids", "scale"}));
+  EXPECT_TRUE(at::equal(file.tensors[0], ids));
+  EXPECT_EQ(file.tensors[1].scalar_type(), at::kFloat8_e4m3fn);
+  EXPECT_TRUE(
+      at::equal(file.tensors[1].view(at::kByte), scale.view(at::kByte)));
+  EXPECT_EQ(file.skipped, (std::vector<std::string>{"packed (dtype Q4_K)"}));
 }
 
 TEST(SafetensorsFile, ErrorsNameTheFile) {
