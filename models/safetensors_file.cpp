@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
 #include "models/input_file.h"
 #include "models/safetensors_header.h"
 
@@ -49,7 +51,8 @@ at::ScalarType to_scalar_type(SafetensorsDtype dtype) {
 
 }  // namespace
 
-TensorFile read_safetensors(const InputFile& file) {
+TensorFile read_safetensors(const InputFile& file,
+                            const std::vector<std::string>& only) {
   const uint64_t file_size = file.size();
   TensorFile out;
   out.format = FileFormat::kSafetensors;
@@ -63,6 +66,11 @@ TensorFile read_safetensors(const InputFile& file) {
     const uint64_t data_start = 8 + n;
     for (const auto& e :
          parse_safetensors_header(json, file_size - data_start)) {
+      if (!only.empty() &&
+          std::find(only.begin(), only.end(), e.name) == only.end()) {
+        out.unread.push_back(e.name);
+        continue;
+      }
       if (e.dtype == SafetensorsDtype::kUnknown) {
         out.skipped.push_back(e.name + " (dtype " + e.dtype_name + ")");
         continue;

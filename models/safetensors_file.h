@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "models/tensor_file.h"
 
@@ -11,8 +12,11 @@ namespace fgl::models {
 
 class InputFile;
 
-/// Reads every tensor of the safetensors file onto the CPU, as a dict in
-/// file order. Throws c10::Error saying what is wrong with the file.
-TensorFile read_safetensors(const InputFile& file);
+/// Reads the tensors of the safetensors file onto the CPU, as a dict in file
+/// order: all of them, or with `only` non-empty those it names (the others'
+/// bytes are never read; their names go to TensorFile::unread). Throws
+/// c10::Error saying what is wrong with the file.
+TensorFile read_safetensors(const InputFile& file,
+                            const std::vector<std::string>& only = {});
 
 }  // namespace fgl::models

@@ -189,14 +189,16 @@ const char* to_string(FileFormat format) {
 }
 
 TensorFile read_tensor_file(const std::string& path, bool nested,
-                            uint64_t max_expanded) {
+                            uint64_t max_expanded,
+                            const std::vector<std::string>& only) {
   const InputFile input(path);
   const auto bytes = read_head(input);
   TORCH_CHECK(!bytes.empty(), path, " is empty");
   if (looks_like_safetensors(
           reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size())) {
-    TensorFile file = read_safetensors(input);
-    TORCH_CHECK(!file.tensors.empty(), path, " holds no tensors");
+    TensorFile file = read_safetensors(input, only);
+    TORCH_CHECK(!file.tensors.empty() || !file.unread.empty(), path,
+                " holds no tensors");
     return file;
   }
   TORCH_CHECK(starts_with(bytes, "PK\x03\x04"), path,

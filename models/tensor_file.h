@@ -35,16 +35,21 @@ struct TensorFile {
   std::vector<at::Tensor> tensors;
   // Entries not read, as "name (why)": safetensors dtypes fgl does not know.
   std::vector<std::string> skipped;
+  // Entries left unread because the reader was asked for others.
+  std::vector<std::string> unread;
 };
 
 /// Reads `path` onto the CPU. `nested` accepts containers inside containers
 /// (checkpoints, whose names become dotted paths) and skips values that are
 /// not tensors; without it the file must hold a tensor, or a list, tuple or
 /// dict of tensors. A zip archive whose records expand to more than
-/// `max_expanded` bytes is refused before any is read. Throws c10::Error
+/// `max_expanded` bytes is refused before any is read. With `only`
+/// non-empty, a safetensors file's other entries are not read (torch.save
+/// files are read whole: their pickle names the tensors). Throws c10::Error
 /// saying what is wrong with the file.
 TensorFile read_tensor_file(const std::string& path, bool nested = false,
-                            uint64_t max_expanded = UINT64_MAX);
+                            uint64_t max_expanded = UINT64_MAX,
+                            const std::vector<std::string>& only = {});
 
 /// Writes the tensors (moved to the CPU) in `layout` as Python's torch.save
 /// would, atomically: a failure leaves no file at `path`.

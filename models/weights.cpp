@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "models/sharded_index.h"
 #include "models/tensor_file.h"
 
 namespace fgl::models {
@@ -22,6 +23,15 @@ std::optional<at::Tensor> find(const TensorFile& file,
   return file.tensors[it - file.names.begin()];
 }
 
+// At most 12 names, then how many there are in all.
+std::string first_names(const std::vector<std::string>& names) {
+  std::ostringstream os;
+  const size_t shown = std::min<size_t>(names.size(), 12);
+  for (size_t i = 0; i < shown; ++i) os << (i ? ", " : "") << names[i];
+  if (shown < names.size()) os << ", ... (" << names.size() << " in all)";
+  return os.str();
+}
+
 std::string list_names(const TensorFile& file) {
   std::ostringstream os;
   const size_t shown = std::min<size_t>(file.names.size(), 12);
@@ -30,6 +40,9 @@ std::string list_names(const TensorFile& file) {
   }
   if (shown < file.names.size()) {
     os << ", ... (" << file.names.size() << " in all)";
+  }
+  if (!file.unread.empty()) {
+    os << (file.names.empty() ? "" : "; ") << first_names(file.unread);
   }
   if (!file.skipped.empty()) {
     os << "; not read: " << file.skipped.front();
@@ -40,18 +53,33 @@ std::string list_names(const TensorFile& file) {
   return os.str();
 }
 
-}  // namespace
+// The prefixes read_weights tries, in order.
+std::vector<std::string> candidate_prefixes(const std::string& prefix) {
+  if (prefix.empty()) return {"", "proj."};
+  return {prefix.back() == '.' ? prefix : prefix + "."};
+}
 
-LinearWeights read_weights(const std::string& path, const std::string& prefix,
-                           uint64_t max_expanded) {
-  const TensorFile file = read_tensor_file(path, /*nested=*/true, max_expanded);
-  std::vector<std::string> candidates;
-  if (prefix.empty()) {
-    candidates = {"", "proj."};
-  } else {
-    candidates = {prefix.back() == '.' ? prefix : prefix + "."};
+// <p>weight and <p>bias for every candidate prefix p.
+std::vector<std::string> wanted_names(
+    const std::vector<std::string>& prefixes) {
+  std::vector<std::string> names;
+  for (const auto& p : prefixes) {
+    names.push_back(p + "weight");
+    names.push_back(p + "bias");
   }
-  for (const auto& p : candidates) {
+  return names;
+}
+
+std::string missing_weight(const std::vector<std::string>& prefixes) {
+  return prefixes.size() > 1 ? "'weight' or 'proj.weight'"
+                             : "'" + prefixes[0] + "weight'";
+}
+
+// The first candidate prefix whose weight `file` holds.
+LinearWeights pick(const TensorFile& file,
+                   const std::vector<std::string>& prefixes,
+                   const std::string& path) {
+  for (const auto& p : prefixes) {
     const auto weight = find(file, p + "weight");
     if (!weight) {
       continue;
@@ -67,12 +95,57 @@ LinearWeights read_weights(const std::string& path, const std::string& prefix,
     }
     return out;
   }
-  TORCH_CHECK(false, path, " has no ",
-              prefix.empty() ? "'weight' or 'proj.weight'"
-                             : "'" + candidates[0] + "weight'",
+  TORCH_CHECK(false, path, " has no ", missing_weight(prefixes),
               " tensor; it holds: ", list_names(file),
               ". Pass the prefix of the linear layer's weight, e.g. "
               "--weights-prefix encoder.out_proj");
+}
+
+// A sharded checkpoint: only the shards holding the weight and bias are
+// read (and of a safetensors shard only those two tensors).
+LinearWeights read_sharded(const std::string& index_path,
+                           const std::vector<std::string>& prefixes,
+                           uint64_t max_expanded) {
+  const auto shards = read_sharded_index(index_path);
+  for (const auto& p : prefixes) {
+    const auto weight = shards.find(p + "weight");
+    if (weight == shards.end()) continue;
+    std::vector<std::string> files{weight->second};
+    const auto bias = shards.find(p + "bias");
+    if (bias != shards.end() && bias->second != weight->second) {
+      files.push_back(bias->second);
+    }
+    TensorFile merged;
+    for (const auto& shard : files) {
+      const TensorFile part = read_tensor_file(
+          shard, /*nested=*/true, max_expanded, {p + "weight", p + "bias"});
+      merged.names.insert(merged.names.end(), part.names.begin(),
+                          part.names.end());
+      merged.tensors.insert(merged.tensors.end(), part.tensors.begin(),
+                            part.tensors.end());
+    }
+    return pick(merged, {p}, weight->second);
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : shards) names.push_back(entry.first);
+  TORCH_CHECK(false, index_path, " (a sharded checkpoint's index) names no ",
+              missing_weight(prefixes),
+              " tensor; it names: ", first_names(names),
+              ". Pass the prefix of the linear layer's weight, e.g. "
+              "--weights-prefix encoder.out_proj");
+}
+
+}  // namespace
+
+LinearWeights read_weights(const std::string& path, const std::string& prefix,
+                           uint64_t max_expanded) {
+  const auto prefixes = candidate_prefixes(prefix);
+  if (is_sharded_index(path)) {
+    return read_sharded(path, prefixes, max_expanded);
+  }
+  return pick(read_tensor_file(path, /*nested=*/true, max_expanded,
+                               wanted_names(prefixes)),
+              prefixes, path);
 }
 
 GatherLinearOptions options_for(const LinearWeights& weights, int64_t R,

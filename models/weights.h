@@ -27,7 +27,10 @@ struct LinearWeights {
 
 /// Reads `<prefix>weight` and, when present, `<prefix>bias` from `path`. An
 /// empty prefix looks for "weight", then "proj.weight"; a prefix may be given
-/// with or without its trailing dot. `max_expanded` as in read_tensor_file.
+/// with or without its trailing dot. `path` may be a sharded checkpoint's
+/// index (sharded_index.h): then only the shards holding those tensors are
+/// read; of a safetensors file only those tensors are read.
+/// `max_expanded` as in read_tensor_file.
 /// Throws c10::Error naming what is missing or misshapen and the names the
 /// file does hold.
 LinearWeights read_weights(const std::string& path,

@@ -255,7 +255,7 @@ def bad_files():
         "unknown_dtype.safetensors": (
             safetensors({}, {"x": {"dtype": "Q4_K", "shape": [2],
                                    "data_offsets": [0, 16]}}) + b"\0" * 16,
-            65, "holds no tensors"),
+            65, "holds no tensors", "has no 'weight' or 'proj.weight'"),
     }
 
 

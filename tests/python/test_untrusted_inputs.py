@@ -165,8 +165,8 @@ def test_limit_bounds_what_zip_records_expand_to(tmp_path, good):
 def test_checkpoints_with_other_dtypes_are_read(tmp_path, good):
     """Entries the run does not use may be of any dtype: int64 position
     ids, float8 scales, uint16, a torch.dtype in a config dict, and in
-    safetensors a dtype fgl does not know at all (skipped, named in the
-    debug log)."""
+    safetensors a dtype fgl does not know at all (of a safetensors file
+    --weights reads only the layer's tensors)."""
     sd = torch.load(good[1])
     extras = {"position_ids": torch.arange(7),
               "scale": torch.randn(3).to(torch.float8_e4m3fn)}
@@ -186,10 +186,45 @@ def test_checkpoints_with_other_dtypes_are_read(tmp_path, good):
     expected = reference(torch.load(good[0]), sd["weight"], sd["bias"])
     for weights in ("mixed.pt", "mixed.safetensors", "packed.safetensors"):
         result = run("--input", good[0], "--weights", tmp_path / weights,
-                     "--log-level", "debug", "--output", tmp_path / "y.pt")
+                     "--output", tmp_path / "y.pt")
         assert result.returncode == OK, result.stderr
         assert_matches(load(tmp_path / "y.pt"), expected)
-    assert "weights entry packed (dtype Q4_K) skipped" in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["safetensors", "torch.save"])
+def test_sharded_checkpoints_through_their_index(tmp_path, good, kind):
+    """--weights takes a sharded checkpoint's index; only the shards holding
+    the layer are read, and an index cannot point outside its directory."""
+    sd = torch.load(good[1])
+    shards = {"model-00001-of-00002": {"encoder.proj.weight": sd["weight"],
+                                       "encoder.other": torch.randn(3, 3)},
+              "model-00002-of-00002": {"encoder.proj.bias": sd["bias"],
+                                       "decoder.w": torch.randn(2)}}
+    suffix = ".safetensors" if kind == "safetensors" else ".bin"
+    weight_map = {}
+    for stem, tensors in shards.items():
+        if kind == "safetensors":
+            write_safetensors(tmp_path / (stem + suffix), tensors)
+        else:
+            torch.save(tensors, tmp_path / (stem + suffix))
+        weight_map.update({name: stem + suffix for name in tensors})
+    index = tmp_path / ("model" + suffix + ".index.json")
+    index.write_text(json.dumps({"metadata": {"total_size": 0},
+                                 "weight_map": weight_map}))
+    result = run("--input", good[0], "--weights", index, "--weights-prefix",
+                 "encoder.proj", "--output", tmp_path / "y.pt")
+    assert result.returncode == OK, result.stderr
+    assert_matches(load(tmp_path / "y.pt"),
+                   reference(torch.load(good[0]), sd["weight"], sd["bias"]))
+    result = run("--input", good[0], "--weights", index,
+                 "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "names no 'weight' or 'proj.weight'",
+                 "encoder.proj.weight")
+    weight_map["encoder.proj.weight"] = "../elsewhere" + suffix
+    index.write_text(json.dumps({"weight_map": weight_map}))
+    result = run("--input", good[0], "--weights", index, "--weights-prefix",
+                 "encoder.proj", "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "not a file beside the index")
 
 
 def test_torchscript_module_without_tensors(tmp_path, good):
