@@ -10,7 +10,6 @@
 
 #include "models/atomic_write.h"
 #include "models/input_file.h"
-#include "models/paths.h"
 #include "models/safetensors_file.h"
 #include "models/safetensors_header.h"
 #include "models/torch_save_format.h"

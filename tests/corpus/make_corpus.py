@@ -171,7 +171,7 @@ def to_zip64(data):
     return data[:cd_offset] + directory + end64 + locator + end_record
 
 
-class _SetstateRuns(torch.nn.Module):
+class SetstateRuns(torch.nn.Module):
     """A module whose saved state only its own __setstate__ reads (which
     raises here): libtorch's loader runs that code, fgl's reader refuses."""
 
@@ -249,7 +249,7 @@ def bad_files():
         "truncated_header.safetensors": (
             safetensors({"x": torch.ones(2, 3, 4)})[:40], 65,
             "exceeds the 32 bytes after it"),
-        "setstate_code.pt": (scripted(_SetstateRuns()), 65,
+        "setstate_code.pt": (scripted(SetstateRuns()), 65,
                              "own __setstate__ code would read that"),
         # A dtype fgl does not know is skipped: here nothing else is left.
         "unknown_dtype.safetensors": (
@@ -298,7 +298,7 @@ def main():
           scripted(holder))
     for target in ("fuzz_torch_save", "fuzz_tensor_file"):
         write(os.path.join(FUZZ, target, "setstate_code.pt"),
-              scripted(_SetstateRuns()))
+              scripted(SetstateRuns()))
     for name, data in crafted_pickles().items():
         if name == "many_values.pt":
             continue  # seconds per run: too slow a seed under ASan

@@ -15,7 +15,6 @@ import threading
 import time
 import zipfile
 from pathlib import Path
-from typing import Tuple
 
 import pytest
 import torch
@@ -29,7 +28,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 sys.path.insert(0, str(CORPUS))
-from make_corpus import to_zip64  # noqa: E402
+from make_corpus import SetstateRuns, to_zip64  # noqa: E402
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
 SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float16: "F16",
                       torch.bfloat16: "BF16", torch.float64: "F64",
@@ -234,28 +233,9 @@ def test_torchscript_module_without_tensors(tmp_path, good):
     assert_error(result, DATAERR, "holds no tensors", tmp_path=tmp_path)
 
 
-class _SetstateRuns(torch.nn.Module):
-    """A module whose saved state only its own __setstate__ reads: loading
-    it with torch.jit.load runs that code (here, a raise)."""
-
-    def __init__(self):
-        super().__init__()
-        self.x = torch.ones(2, 3, 4)
-
-    @torch.jit.export
-    def __getstate__(self):
-        return (self.x, self.training)
-
-    @torch.jit.export
-    def __setstate__(self, state: Tuple[torch.Tensor, bool]):
-        self.x = state[0]
-        self.training = state[1]
-        raise RuntimeError("the file's __setstate__ ran")
-
-
 def test_torchscript_code_never_runs(tmp_path, good):
     hostile = tmp_path / "hostile.pt"
-    torch.jit.save(torch.jit.script(_SetstateRuns()), hostile)
+    torch.jit.save(torch.jit.script(SetstateRuns()), hostile)
     with pytest.raises(Exception, match="__setstate__ ran"):
         torch.jit.load(hostile)  # what reading it with libtorch's loader does
     for args in (("--input", hostile, "--weights", good[1]),
