@@ -38,7 +38,8 @@ torch::save(GatherLinear). Tensor files are read as data, never run: a
 TorchScript archive's attributes are read without its code. Files, zip
 expansions, tensors and results over --max-input-bytes (default 16 GiB) are
 refused.
---output is written in the input's structure; read it with torch.load.
+--output is written in the input's structure, read it with torch.load; a
+name ending in .safetensors writes safetensors.
 --model takes a TorchScript file or an AOTInductor package (.pt2) whose
 forward takes x (R, B, H), e.g. from examples/export_model.py. Model files are
 code: load only files you trust.
@@ -126,6 +127,20 @@ void validate(const InferOptions& o) {
   }
   if (o.input.empty() && !o.weights_prefix.empty()) {
     usage_error("--weights-prefix needs --weights");
+  }
+  // "-" is not standard input or output here: tensor files are read at
+  // offsets (zip, safetensors) and written atomically, neither of which a
+  // pipe allows.
+  for (const auto& [option, path] :
+       {std::pair<const char*, const std::string&>{"--input", o.input},
+        {"--weights", o.weights},
+        {"--model", o.model},
+        {"--output", o.output}}) {
+    if (path == "-") {
+      usage_error(std::string(option) +
+                  " - (standard input or output) is not supported: name a "
+                  "file");
+    }
   }
   if (o.batch_size < 0 || o.warmup < 0 || o.iters < 0) {
     usage_error("--batch-size, --warmup and --iters must be >= 0");

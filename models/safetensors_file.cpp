@@ -49,7 +49,46 @@ at::ScalarType to_scalar_type(SafetensorsDtype dtype) {
   TORCH_CHECK(false, "unknown safetensors dtype");
 }
 
+const char* dtype_name(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat:
+      return "F32";
+    case at::kHalf:
+      return "F16";
+    case at::kBFloat16:
+      return "BF16";
+    case at::kDouble:
+      return "F64";
+    default:
+      TORCH_CHECK(false, "safetensors output of ", dtype, " is not written");
+  }
+}
+
 }  // namespace
+
+std::vector<char> write_safetensors(const std::vector<std::string>& names,
+                                    const std::vector<at::Tensor>& tensors) {
+  std::vector<SafetensorsEntry> entries;
+  uint64_t offset = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    SafetensorsEntry e;
+    e.name = names[i];
+    e.dtype_name = dtype_name(tensors[i].scalar_type());
+    e.shape = tensors[i].sizes().vec();
+    e.begin = offset;
+    e.end = offset += tensors[i].nbytes();
+    entries.push_back(std::move(e));
+  }
+  const std::string preamble =
+      safetensors_preamble(entries, {{"format", "pt"}});
+  std::vector<char> bytes(preamble.begin(), preamble.end());
+  bytes.reserve(bytes.size() + offset);
+  for (const auto& t : tensors) {
+    const auto* data = static_cast<const char*>(t.const_data_ptr());
+    bytes.insert(bytes.end(), data, data + t.nbytes());
+  }
+  return bytes;
+}
 
 TensorFile read_safetensors(const InputFile& file,
                             const std::vector<std::string>& only) {

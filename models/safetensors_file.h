@@ -19,4 +19,10 @@ class InputFile;
 TensorFile read_safetensors(const InputFile& file,
                             const std::vector<std::string>& only = {});
 
+/// The bytes of a safetensors file holding `tensors` (CPU, contiguous;
+/// float32, float16, bfloat16 or float64) under `names`, in order, with
+/// metadata {"format": "pt"} as PyTorch's writers put it.
+std::vector<char> write_safetensors(const std::vector<std::string>& names,
+                                    const std::vector<at::Tensor>& tensors);
+
 }  // namespace fgl::models

@@ -151,6 +151,29 @@ uint64_t safetensors_header_length(const unsigned char* data, size_t size,
   return n;
 }
 
+std::string safetensors_preamble(
+    const std::vector<SafetensorsEntry>& entries,
+    const std::vector<std::pair<std::string, std::string>>& metadata) {
+  Json header = Json::object();
+  if (!metadata.empty()) {
+    Json strings = Json::object();
+    for (const auto& [key, value] : metadata) strings[key] = value;
+    header["__metadata__"] = strings;
+  }
+  for (const auto& e : entries) {
+    header[e.name] = {{"dtype", e.dtype_name},
+                      {"shape", e.shape},
+                      {"data_offsets", {e.begin, e.end}}};
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) {
+    out[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  }
+  return out + json;
+}
+
 std::vector<SafetensorsEntry> parse_safetensors_header(const std::string& json,
                                                        uint64_t data_bytes) {
   const Json header = Json::parse(json, nullptr, /*allow_exceptions=*/false);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fgl::models {
@@ -77,6 +78,14 @@ std::vector<SafetensorsEntry> parse_safetensors_header(const std::string& json,
 /// Both steps on a whole file held in memory.
 std::vector<SafetensorsEntry> parse_safetensors(const unsigned char* data,
                                                 size_t size);
+
+/// The bytes before the data of a safetensors file holding `entries` (their
+/// dtype_name, shape and offsets) and `metadata` strings: the length prefix
+/// and the JSON header, padded with spaces so that the data starts 8-byte
+/// aligned.
+std::string safetensors_preamble(
+    const std::vector<SafetensorsEntry>& entries,
+    const std::vector<std::pair<std::string, std::string>>& metadata);
 
 /// True when `head` (the first bytes of a file) looks like safetensors: a
 /// length prefix followed by '{'.

@@ -222,7 +222,13 @@ void write_tensor_file(const std::string& path, Layout layout,
   for (const auto& t : tensors) {
     on_cpu.push_back(t.cpu().contiguous());
   }
-  write_file_atomically(path, write_torch_save(pack(layout, names, on_cpu)));
+  const std::string extension = ".safetensors";
+  const bool safetensors = path.size() > extension.size() &&
+                           path.compare(path.size() - extension.size(),
+                                        extension.size(), extension) == 0;
+  write_file_atomically(
+      path, safetensors ? write_safetensors(names, on_cpu)
+                        : write_torch_save(pack(layout, names, on_cpu)));
 }
 
 }  // namespace fgl::models

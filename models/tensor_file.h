@@ -52,7 +52,9 @@ TensorFile read_tensor_file(const std::string& path, bool nested = false,
                             const std::vector<std::string>& only = {});
 
 /// Writes the tensors (moved to the CPU) in `layout` as Python's torch.save
-/// would, atomically: a failure leaves no file at `path`.
+/// would, or, where `path` ends in ".safetensors", as a safetensors file
+/// (a dict of `names`, whatever the layout), atomically: a failure leaves no
+/// file at `path`.
 void write_tensor_file(const std::string& path, Layout layout,
                        const std::vector<std::string>& names,
                        const std::vector<at::Tensor>& tensors);

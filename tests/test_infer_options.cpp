@@ -43,6 +43,12 @@ TEST(InferOptions, Defaults) {
 TEST(InferOptions, MaxInputBytes) {
   EXPECT_EQ(parse({}).options.max_input_bytes, int64_t{16} << 30);
   EXPECT_EQ(parse({"--max-input-bytes", "4096"}).options.max_input_bytes, 4096);
+  expect_usage_error({"--input", "-", "--weights", "w.pt"},
+                     "--input - (standard input or output) is not supported");
+  expect_usage_error({"--input", "x.pt", "--weights", "-"},
+                     "--weights - (standard input");
+  expect_usage_error({"--input", "x.pt", "--weights", "w.pt", "--output", "-"},
+                     "--output - (standard input or output) is not supported");
   expect_usage_error({"--max-input-bytes", "0"}, "must be > 0");
   expect_usage_error({"--max-input-bytes=-5"}, "must be > 0");
   // Binary units, any case.

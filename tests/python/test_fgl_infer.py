@@ -7,6 +7,7 @@ its message with a hint, and that no output file was left behind."""
 import json
 import os
 import pty
+import struct
 import subprocess
 
 import pytest
@@ -454,6 +455,55 @@ def test_output_that_is_an_input_is_refused(tmp_path, problem, option):
                  "--output", tmp_path / "alias.pt")
     assert_error(result, USAGE, "is the same file as " + option)
     assert (tmp_path / name).read_bytes() == before
+
+
+def read_safetensors(path):
+    """The format by hand: 8-byte little-endian header length, JSON header,
+    data; returns (metadata, {name: tensor}) in file order."""
+    raw = path.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    assert (8 + n) % 8 == 0  # the data starts 8-byte aligned
+    dtypes = {"F32": torch.float32, "F16": torch.float16,
+              "BF16": torch.bfloat16, "F64": torch.float64}
+    tensors = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = e["data_offsets"]
+        data = bytearray(raw[8 + n + begin:8 + n + end])
+        tensors[name] = torch.frombuffer(data, dtype=dtypes[e["dtype"]]
+                                         ).reshape(e["shape"])
+    return header.get("__metadata__"), tensors
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_output_named_safetensors_is_safetensors(tmp_path, problem, dtype):
+    x, sd = problem
+    torch.save({"first": x, "second": x[:, :5]}, tmp_path / "xs.pt")
+    result = run("--input", tmp_path / "xs.pt", "--weights", tmp_path / "w.pt",
+                 "--dtype", dtype, "--output", tmp_path / "y.safetensors")
+    assert result.returncode == OK, result.stderr
+    metadata, out = read_safetensors(tmp_path / "y.safetensors")
+    assert metadata == {"format": "pt"}
+    assert list(out) == ["first", "second"]
+    torch_dtype = getattr(torch, dtype)
+    for name, xi in (("first", x), ("second", x[:, :5])):
+        assert out[name].dtype == torch_dtype
+        assert_matches(out[name], reference(xi.to(torch_dtype),
+                                            sd["weight"].to(torch_dtype),
+                                            sd["bias"].to(torch_dtype)),
+                       torch_dtype)
+
+
+@pytest.mark.parametrize("option", ["--input", "--weights", "--output"])
+def test_dash_is_not_a_pipe(tmp_path, problem, option):
+    args = {"--input": tmp_path / "x.pt", "--weights": tmp_path / "w.pt",
+            "--output": tmp_path / "y.pt", option: "-"}
+    result = run(*[a for item in args.items() for a in item])
+    assert_error(result, USAGE, option + " - (standard input or output) is "
+                 "not supported")
+    assert not (tmp_path / "-").exists()
 
 
 def test_directory_instead_of_file(tmp_path, problem):
