@@ -17,6 +17,10 @@ std::string base_name(const std::string& path);
 bool path_exists(const std::string& path);
 bool is_directory(const std::string& path);
 
+/// Whether `path` ends in `suffix` (".safetensors", ".index.json") after
+/// some name.
+bool has_suffix(const std::string& path, const std::string& suffix);
+
 /// A plain file (not a directory, FIFO, socket or device), links followed.
 bool is_regular_file(const std::string& path);
 

@@ -12,9 +12,7 @@
 namespace fgl::models {
 
 bool is_sharded_index(const std::string& path) {
-  const std::string suffix = ".index.json";
-  return path.size() > suffix.size() &&
-         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return has_suffix(path, ".index.json");
 }
 
 std::map<std::string, std::string> read_sharded_index(const std::string& path) {

@@ -10,6 +10,7 @@
 
 #include "models/atomic_write.h"
 #include "models/input_file.h"
+#include "models/paths.h"
 #include "models/safetensors_file.h"
 #include "models/safetensors_header.h"
 #include "models/torch_save_format.h"
@@ -222,13 +223,10 @@ void write_tensor_file(const std::string& path, Layout layout,
   for (const auto& t : tensors) {
     on_cpu.push_back(t.cpu().contiguous());
   }
-  const std::string extension = ".safetensors";
-  const bool safetensors = path.size() > extension.size() &&
-                           path.compare(path.size() - extension.size(),
-                                        extension.size(), extension) == 0;
-  write_file_atomically(
-      path, safetensors ? write_safetensors(names, on_cpu)
-                        : write_torch_save(pack(layout, names, on_cpu)));
+  write_file_atomically(path,
+                        has_suffix(path, ".safetensors")
+                            ? write_safetensors(names, on_cpu)
+                            : write_torch_save(pack(layout, names, on_cpu)));
 }
 
 }  // namespace fgl::models

@@ -123,14 +123,14 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
 }
 
 RouteChoice choose(const Problem& p) {
-  const auto plan = plan_stream(p);
   const Route fallback =
       p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
   if (const auto forced = forced_route()) {
-    const bool runs = *forced == Route::kStream       ? plan.has_value()
-                      : *forced == Route::kCublasView ? p.x_gathered_view
-                                                      : true;
-    if (runs) return {*forced, *forced == Route::kStream ? plan : std::nullopt};
+    if (*forced == Route::kStream) {
+      if (auto plan = plan_stream(p)) return {Route::kStream, plan};
+    } else if (*forced != Route::kCublasView || p.x_gathered_view) {
+      return {*forced, std::nullopt};
+    }
   }
   bool stream = false;
   if (p.element_size == 2) {
@@ -139,7 +139,10 @@ RouteChoice choose(const Problem& p) {
     const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
     stream = p.B <= kMaxStreamRowsFloat && weight_bytes >= kMinFloatWeightBytes;
   }
-  if (stream && plan) return {Route::kStream, plan};
+  // Planned only where the table streams: the call's host-side cost.
+  if (stream) {
+    if (auto plan = plan_stream(p)) return {Route::kStream, plan};
+  }
   return {fallback, std::nullopt};
 }
 
