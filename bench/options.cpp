@@ -56,16 +56,22 @@ int positive(const cxxopts::ParseResult& r, const std::string& name) {
   return v;
 }
 
+// "policy, warp-dot, stream, ...": the names --route takes.
+std::string route_names() {
+  std::string names = "policy";
+  for (const auto route : cuda::kRoutes) {
+    names += std::string(", ") + cuda::route_name(route);
+  }
+  return names;
+}
+
 std::optional<cuda::Route> parse_route(const std::string& name) {
   if (name == "policy") return std::nullopt;
-  for (const auto route : {cuda::Route::kStream, cuda::Route::kTiled,
-                           cuda::Route::kCublasView, cuda::Route::kCublasCat}) {
+  for (const auto route : cuda::kRoutes) {
     if (name == cuda::route_name(route)) return route;
   }
-  throw std::invalid_argument(
-      "--route: expected policy, stream, tiled, cublas-view or cublas-cat, "
-      "got \"" +
-      name + "\"");
+  throw std::invalid_argument("--route: expected " + route_names() +
+                              ", got \"" + name + "\"");
 }
 
 }  // namespace
@@ -93,8 +99,8 @@ Options parse_options(int argc, const char* const* argv) {
     ("json", "also write the results as a JSON array to FILE",
      cxxopts::value<std::string>(), "FILE")
     ("quick", "fewer replays/calls (smoke tests)")
-    ("route", "CUDA route of the fused op: policy (default), stream, tiled, "
-     "cublas-view, cublas-cat (where one cannot run, the policy's)",
+    ("route", "CUDA route of the fused op: " + route_names() +
+     " (default: policy; where a kernel cannot run, the policy's)",
      cxxopts::value<std::string>()->default_value("policy"), "ROUTE")
     ("allow-tf32", "allow TF32 in cuBLAS float32 matmuls "
      "(float32 matmul precision \"high\")")

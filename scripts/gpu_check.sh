@@ -5,9 +5,9 @@
 # compute-sanitizer (memcheck, racecheck, initcheck). Logs go to the folder
 # given (default: gpu-logs/), eight files at most; a summary is printed last.
 # Usage: scripts/gpu_check.sh [LOG_DIR] [fgl_bench args...]
-# FGL_GPU_CTEST_ARGS narrows the test step when GPU time is short, e.g.
-#   FGL_GPU_CTEST_ARGS='-R Cuda|Sweep|OnGpu|StreamKernel|cuda[.]' (the
-#   CUDA-touching tests).
+# FGL_GPU_CTEST_ARGS narrows the test step when GPU time is short, e.g. the
+# CUDA-touching tests:
+#   FGL_GPU_CTEST_ARGS='-R Cuda|Sweep|OnGpu|StreamKernel|WarpDotKernel|cuda[.]'
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 logs="$(mkdir -p "${1:-gpu-logs}" && cd "${1:-gpu-logs}" && pwd)"
@@ -76,7 +76,7 @@ fi
 tests="$FGL_BUILD_DIR/tests/fgl_tests"
 step memcheck timeout 200 compute-sanitizer --tool memcheck \
   --error-exitcode 9 "$tests" --gtest_brief=1 \
-  --gtest_filter='*Sweep*:*Cuda*:StreamKernel*'
+  --gtest_filter='*Sweep*:*Cuda*:StreamKernel*:WarpDotKernel*'
 few='*Sweep*R4_B12_H32_K56_Float:*Sweep*R4_B12_H32_K56_BFloat16'
 few+=':*Sweep*R5_B70_H33_K130_Half:*Sweep*R8_B1_H64_K300_Half'
 few+=':*Sweep*R3_B4_H16_K77_Double:*Sweep*R32_B20_H128_K72_BFloat16:*Cuda*'

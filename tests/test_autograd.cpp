@@ -13,10 +13,6 @@
 namespace fgl::testing {
 namespace {
 
-struct Shape {
-  int64_t R, B, H, K;
-};
-
 const Shape kShapes[] = {
     {3, 4, 5, 6},   // general
     {1, 7, 33, 9},  // R = 1, odd H and K

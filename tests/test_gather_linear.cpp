@@ -13,14 +13,6 @@
 namespace fgl::testing {
 namespace {
 
-struct Shape {
-  int64_t R, B, H, K;
-};
-
-std::ostream& operator<<(std::ostream& os, const Shape& s) {
-  return os << "R" << s.R << "_B" << s.B << "_H" << s.H << "_K" << s.K;
-}
-
 // How x [R, B, H] is laid out in memory.
 enum class XLayout { kContiguous, kBatchMajor, kStridedH, kExpandedB };
 // How weight [K, R*H] is laid out in memory.
@@ -61,7 +53,8 @@ at::Tensor make_weight(const Shape& s, WLayout layout, at::ScalarType dtype,
 // takes over, so the test still checks a result).
 std::vector<std::optional<cuda::Route>> routes(const at::Device& dev) {
   if (!dev.is_cuda()) return {std::nullopt};
-  return {std::nullopt, cuda::Route::kStream, cuda::Route::kTiled};
+  return {std::nullopt, cuda::Route::kWarpDot, cuda::Route::kStream,
+          cuda::Route::kTiled};
 }
 
 class GatherLinearSweep

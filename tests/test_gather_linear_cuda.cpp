@@ -36,26 +36,19 @@ TEST(GatherLinearCuda, CapturesOnTheCurrentStream) {
   EXPECT_TRUE(matches_reference(out, reference_gather_linear(x, w, b)));
 }
 
-// The streaming kernel where the sweep's small shapes do not reach: a
-// contraction split over a cluster of blocks (decode at 32,16,128,4096), a
-// weight ring that wraps around many times (many columns, no split), and
-// several row tiles. Each runs twice: the same inputs must give the same
-// bits (the cluster reduces in a fixed order, no atomics).
-TEST(StreamKernel, IsExactAndDeterministic) {
-  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+// Runs `route` on each problem twice: the same inputs must give the same
+// bits (sums meet in a fixed order, no atomics), both close to the float64
+// reference.
+void expect_exact_and_deterministic(cuda::Route route,
+                                    const std::vector<Shape>& shapes) {
   const at::Device dev(at::kCUDA, 0);
-  const ScopedRoute forced(cuda::Route::kStream);
-  const int64_t shapes[][4] = {{32, 16, 128, 4096},
-                               {32, 1, 128, 4096},
-                               {16, 3, 128, 9000},
-                               {7, 40, 64, 200}};
+  const ScopedRoute forced(route);
   for (const auto& s : shapes) {
     for (const auto dtype : supported_dtypes()) {
-      SCOPED_TRACE(::testing::Message() << s[0] << "," << s[1] << "," << s[2]
-                                        << "," << s[3] << " " << dtype);
-      const auto x = random_tensor({s[0], s[1], s[2]}, dtype, dev);
-      const auto w = random_tensor({s[3], s[0] * s[2]}, dtype, dev);
-      const auto b = random_tensor({s[3]}, dtype, dev);
+      SCOPED_TRACE(::testing::Message() << s << " " << dtype);
+      const auto x = random_tensor({s.R, s.B, s.H}, dtype, dev);
+      const auto w = random_tensor({s.K, s.R * s.H}, dtype, dev);
+      const auto b = random_tensor({s.K}, dtype, dev);
       const auto first = gather_linear(x, w, b);
       auto second = at::full_like(first, NAN);
       gather_linear_out(second, x, w, b);
@@ -67,15 +60,35 @@ TEST(StreamKernel, IsExactAndDeterministic) {
   }
 }
 
-// float32 on the tensor cores splits each value into two TF32 parts, whose
-// remainder turns an Inf into NaN; the kernel recomputes such outputs. Every
-// row tile size (CUDA cores below 8 rows, tensor cores from 8), every dtype:
-// NaN, +Inf and -Inf land where cat + linear puts them, and the finite
-// outputs keep their accuracy.
-TEST(StreamKernel, NanAndInfPropagateAsInTheReference) {
+// The streaming kernel where the sweep's small shapes do not reach: a
+// contraction split over a cluster of blocks (decode at 32,16,128,4096), a
+// weight ring that wraps around many times (many columns, no split), and
+// several row tiles.
+TEST(StreamKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  expect_exact_and_deterministic(cuda::Route::kStream, {{32, 16, 128, 4096},
+                                                        {32, 1, 128, 4096},
+                                                        {16, 3, 128, 9000},
+                                                        {7, 40, 64, 200}});
+}
+
+// The warp-dot kernel's layouts: few columns, whose contraction warps split
+// (up to 16 ways) and add through shared memory; a split whose last slice
+// is short; many row tiles; columns that do not fill a block.
+TEST(WarpDotKernel, IsExactAndDeterministic) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  expect_exact_and_deterministic(cuda::Route::kWarpDot, {{32, 1, 128, 56},
+                                                         {32, 2, 128, 3},
+                                                         {9, 3, 200, 5},
+                                                         {4, 12, 32, 56},
+                                                         {16, 37, 64, 1001}});
+}
+
+// NaN, +Inf and -Inf land where cat + linear puts them under `route`, for
+// every row tile size and dtype, and the finite outputs keep their accuracy.
+void expect_nan_and_inf_as_in_the_reference(cuda::Route route) {
   const at::Device dev(at::kCUDA, 0);
-  const ScopedRoute forced(cuda::Route::kStream);
+  const ScopedRoute forced(route);
   const double inf = std::numeric_limits<double>::infinity();
   for (const int64_t B : {4, 8, 16, 32}) {
     for (const auto dtype : supported_dtypes()) {
@@ -112,6 +125,19 @@ TEST(StreamKernel, NanAndInfPropagateAsInTheReference) {
                                     ref.masked_fill(~finite, 0)));
     }
   }
+}
+
+// float32 on the tensor cores splits each value into two TF32 parts, whose
+// remainder turns an Inf into NaN; the kernel recomputes such outputs (CUDA
+// cores below 8 rows, tensor cores from 8).
+TEST(StreamKernel, NanAndInfPropagateAsInTheReference) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  expect_nan_and_inf_as_in_the_reference(cuda::Route::kStream);
+}
+
+TEST(WarpDotKernel, NanAndInfPropagateAsInTheReference) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  expect_nan_and_inf_as_in_the_reference(cuda::Route::kWarpDot);
 }
 
 TEST(GatherLinearCuda, FollowsInputsOffTheCurrentDevice) {

@@ -4,6 +4,7 @@
 
 #include "cuda/kernel_choice.h"
 #include "cuda/stream_layout.h"
+#include "cuda/warp_dot_layout.h"
 
 namespace fgl::cuda {
 namespace {
@@ -26,38 +27,75 @@ Problem h200(int64_t R, int64_t B, int64_t H, int64_t K, int element_size) {
   return p;
 }
 
+TEST(KernelChoice, SmallProblemsTakeTheWarpDotKernel) {
+  for (int e : {2, 4}) {
+    SCOPED_TRACE(::testing::Message() << "element size " << e);
+    // The seed problem, its decode, and small layers up to 2 MiB of weight
+    // read (one row tile of 4 rows).
+    EXPECT_EQ(choose_route(h200(4, 12, 32, 56, e)), Route::kWarpDot);
+    EXPECT_EQ(choose_route(h200(4, 1, 32, 56, e)), Route::kWarpDot);
+    EXPECT_EQ(choose_route(h200(8, 4, 64, 1024, e)), Route::kWarpDot);
+    EXPECT_EQ(choose_route(h200(32, 16, 128, 56, e)), Route::kWarpDot);
+  }
+  // float32 to 4 MiB read, and decode (one row) at any size; float64 to
+  // 8 MiB read.
+  EXPECT_EQ(choose_route(h200(16, 16, 64, 256, 4)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(32, 1, 128, 4096, 4)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(128, 1, 128, 4096, 4)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(64, 2, 128, 4096, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(16, 16, 64, 256, 8)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(4, 12, 32, 56, 8)), Route::kWarpDot);
+  // Half precision: more warps than kWarpDotMaxWarpsHalf, or more read.
+  EXPECT_EQ(choose_route(h200(4, 12, 32, 1024, 2)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(16, 12, 64, 1024, 2)), Route::kStream);
+  // Other architectures keep cuBLAS (the table is the H200's).
+  auto ampere = h200(4, 12, 32, 56, 4);
+  ampere.arch = 80;
+  EXPECT_EQ(choose_route(ampere), Route::kCublasCat);
+  EXPECT_TRUE(plan_warp_dot(ampere).has_value());
+}
+
 TEST(KernelChoice, DecodeAndSmallBatchesStream) {
   for (int e : {2, 4}) {
-    for (int64_t B : {1, 2, 7, 16}) {
+    for (int64_t B : {2, 7, 16}) {
       SCOPED_TRACE(::testing::Message() << "element size " << e << " B " << B);
       EXPECT_EQ(choose_route(h200(32, B, 128, 4096, e)), Route::kStream);
-      EXPECT_EQ(choose_route(h200(8, B, 64, 1024, e)), Route::kStream);
     }
+    EXPECT_EQ(choose_route(h200(8, 12, 64, 1024, e)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, e)), Route::kStream);
   }
+  EXPECT_EQ(choose_route(h200(32, 1, 128, 4096, 2)), Route::kStream);
   // float32 keeps streaming to 64 rows, half precision to 16.
   EXPECT_EQ(choose_route(h200(32, 64, 128, 4096, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(8, 64, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 32, 128, 4096, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(32, 65, 128, 4096, 4)), Route::kCublasCat);
-  // The seed problem: streaming wins in half precision; in float32 the tiny
-  // weight leaves cat + cuBLAS ahead.
-  EXPECT_EQ(choose_route(h200(4, 12, 32, 56, 2)), Route::kStream);
-  EXPECT_EQ(choose_route(h200(4, 12, 32, 56, 4)), Route::kCublasCat);
-  EXPECT_EQ(choose_route(h200(4, 1, 32, 56, 4)), Route::kCublasView);
-  // float64 was never measured against cuBLAS: the reference's route.
+  // float32 weights under 1 MiB are too small to stream: cuBLAS where the
+  // warp-dot kernel's read is too large.
+  EXPECT_EQ(choose_route(h200(4, 64, 64, 1000, 4)), Route::kCublasCat);
+  // float64 past the warp-dot kernel's reach: the reference's route.
   EXPECT_EQ(choose_route(h200(32, 1, 128, 4096, 8)), Route::kCublasView);
+  EXPECT_EQ(choose_route(h200(32, 4, 128, 1024, 8)), Route::kCublasCat);
   EXPECT_TRUE(plan_stream(h200(32, 1, 128, 4096, 8)).has_value());
 }
 
-TEST(KernelChoice, TheStreamingRouteComesWithItsPlan) {
+TEST(KernelChoice, FusedRoutesComeWithTheirPlans) {
   const Problem decode = h200(32, 1, 128, 4096, 2);
   const RouteChoice streamed = choose(decode);
   EXPECT_EQ(streamed.route, Route::kStream);
   ASSERT_TRUE(streamed.stream.has_value());
+  EXPECT_FALSE(streamed.warp_dot.has_value());
   EXPECT_EQ(streamed.stream->splits, plan_stream(decode)->splits);
+  const Problem seed = h200(4, 12, 32, 56, 4);
+  const RouteChoice small = choose(seed);
+  EXPECT_EQ(small.route, Route::kWarpDot);
+  ASSERT_TRUE(small.warp_dot.has_value());
+  EXPECT_FALSE(small.stream.has_value());
+  EXPECT_EQ(small.warp_dot->row_tiles, plan_warp_dot(seed)->row_tiles);
   const RouteChoice large = choose(h200(32, 4096, 128, 4096, 2));
   EXPECT_EQ(large.route, Route::kCublasCat);
   EXPECT_FALSE(large.stream.has_value());
+  EXPECT_FALSE(large.warp_dot.has_value());
 }
 
 TEST(KernelChoice, LargeProblemsTakeCublas) {
@@ -123,6 +161,49 @@ TEST(KernelChoice, SplitsTheContractionWhenColumnsAreFew) {
   const auto wide = plan_stream(h200(32, 16, 128, 32768, 2));
   ASSERT_TRUE(wide.has_value());
   EXPECT_EQ(wide->splits, 1);
+}
+
+TEST(KernelChoice, WarpDotPlansCoverTheProblem) {
+  const int64_t shapes[][4] = {
+      {4, 12, 32, 56},    {32, 1, 128, 56},   {32, 2, 128, 3},     {1, 1, 8, 1},
+      {16, 37, 64, 1001}, {32, 1, 128, 4096}, {128, 4, 128, 32768}};
+  for (const auto& s : shapes) {
+    for (int e : {2, 4, 8}) {
+      SCOPED_TRACE(::testing::Message()
+                   << s[0] << "," << s[1] << "," << s[2] << "," << s[3]
+                   << " element size " << e);
+      const auto plan = plan_warp_dot(h200(s[0], s[1], s[2], s[3], e));
+      ASSERT_TRUE(plan.has_value());
+      const int64_t C = s[0] * s[2];
+      const int64_t step = 32 * (16 / e);
+      EXPECT_EQ(plan->rows_per_warp, warp_dot::rows_per_warp(s[1]));
+      // A power of two of warps, the block's warps, per column.
+      EXPECT_GE(plan->splits, 1);
+      EXPECT_LE(plan->splits, warp_dot::kMaxSplits);
+      EXPECT_EQ(plan->splits & (plan->splits - 1), 0);
+      EXPECT_EQ(plan->threads % (32 * plan->splits), 0);
+      EXPECT_GE(plan->threads, warp_dot::kMinThreads);
+      EXPECT_LE(plan->threads, warp_dot::kMaxThreads);
+      // Slices of whole warp steps cover the contraction.
+      EXPECT_EQ(plan->slice % step, 0);
+      EXPECT_GE(plan->splits * plan->slice, C);
+      EXPECT_GE(plan->column_tiles * plan->threads / 32 / plan->splits, s[3]);
+      EXPECT_GE(plan->row_tiles * plan->rows_per_warp, s[1]);
+    }
+  }
+  // Few columns over a long contraction: warps share each column.
+  EXPECT_GT(plan_warp_dot(h200(32, 1, 128, 56, 2))->splits, 1);
+  // Columns enough to fill the device: one warp a column.
+  EXPECT_EQ(plan_warp_dot(h200(32, 1, 128, 4096, 2))->splits, 1);
+}
+
+TEST(KernelChoice, WarpDotNeedsVectorLoads) {
+  Problem p = h200(4, 12, 32, 56, 4);
+  p.x_vectors = false;
+  EXPECT_FALSE(plan_warp_dot(p).has_value());
+  p = h200(4, 12, 32, 56, 4);
+  p.weight_tma_ok = false;
+  EXPECT_FALSE(plan_warp_dot(p).has_value());
 }
 
 TEST(KernelChoice, ForcedRoutesWinWhereTheyCanRun) {

@@ -6,12 +6,23 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "cuda/kernel_choice.h"
 
 namespace fgl::testing {
+
+/// One problem: x [R, B, H], weight [K, R*H].
+struct Shape {
+  int64_t R, B, H, K;
+};
+
+/// "R4_B12_H32_K56": test names and traces.
+inline std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  return os << "R" << s.R << "_B" << s.B << "_H" << s.H << "_K" << s.K;
+}
 
 /// The path users write today, in float64: linear(cat(x.unbind(0), -1)).
 at::Tensor reference_gather_linear(const at::Tensor& x,

@@ -115,7 +115,9 @@ void run(const at::Tensor& x, const at::Tensor& weight,
         using T = typename KernelType<scalar_t>::type;
         const auto p =
             detail::make_params<T, scalar_t>(x, weight, bias, out, s);
-        if (route == cuda::Route::kStream) {
+        if (route == cuda::Route::kWarpDot) {
+          C10_CUDA_CHECK(cuda::launch_warp_dot(p, *choice.warp_dot, stream));
+        } else if (route == cuda::Route::kStream) {
           C10_CUDA_CHECK(cuda::launch_stream(p, *choice.stream,
                                              problem.x_vectors, stream));
         } else {

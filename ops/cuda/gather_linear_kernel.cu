@@ -10,6 +10,7 @@
 #include "gather_linear_kernel.h"
 #include "stream_kernel.cuh"
 #include "tiled_kernel.cuh"
+#include "warp_dot_kernel.cuh"
 
 namespace fgl::cuda {
 namespace {
@@ -104,7 +105,33 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
   return cudaLaunchKernelEx(&config, kernel, map, p, layout);
 }
 
+template <typename T, int kRows>
+cudaError_t launch_warp_dot_rows(const GatherLinearParams<T>& p,
+                                 const WarpDotPlan& plan, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(plan.column_tiles),
+                  static_cast<unsigned>(plan.row_tiles));
+  const warp_dot::Layout layout{plan.splits, static_cast<int32_t>(plan.slice)};
+  warp_dot::gather_linear_warp_dot_kernel<T, kRows>
+      <<<grid, plan.threads, 0, stream>>>(p, layout);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+template <typename T>
+cudaError_t launch_warp_dot(const GatherLinearParams<T>& p,
+                            const WarpDotPlan& plan, cudaStream_t stream) {
+  // The instances plan_warp_dot chooses from (warp_dot::rows_per_warp).
+  switch (plan.rows_per_warp) {
+    case 1:
+      return launch_warp_dot_rows<T, 1>(p, plan, stream);
+    case 2:
+      return launch_warp_dot_rows<T, 2>(p, plan, stream);
+    case 4:
+      return launch_warp_dot_rows<T, 4>(p, plan, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 template <typename T>
 cudaError_t launch_stream(const GatherLinearParams<T>& p,
@@ -144,10 +171,12 @@ cudaError_t launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
 
 int64_t max_tiled_k() { return int64_t{65535} * tiled::kBN; }
 
-#define FGL_INSTANTIATE(T)                                                  \
-  template cudaError_t launch_stream<T>(                                    \
-      const GatherLinearParams<T>&, const StreamPlan&, bool, cudaStream_t); \
-  template cudaError_t launch_tiled<T>(const GatherLinearParams<T>&,        \
+#define FGL_INSTANTIATE(T)                                                   \
+  template cudaError_t launch_warp_dot<T>(const GatherLinearParams<T>&,      \
+                                          const WarpDotPlan&, cudaStream_t); \
+  template cudaError_t launch_stream<T>(                                     \
+      const GatherLinearParams<T>&, const StreamPlan&, bool, cudaStream_t);  \
+  template cudaError_t launch_tiled<T>(const GatherLinearParams<T>&,         \
                                        cudaStream_t);
 FGL_INSTANTIATE(float)
 FGL_INSTANTIATE(double)

@@ -17,6 +17,12 @@ namespace fgl::cuda {
 // float32, double in double. The launchers require B > 0 and K > 0 and
 // return the launch's error (cudaSuccess when it was enqueued).
 
+/// Enqueues the small-problem kernel on `stream`, laid out by `plan`, which
+/// must be plan_warp_dot() of this problem.
+template <typename T>
+cudaError_t launch_warp_dot(const GatherLinearParams<T>& params,
+                            const WarpDotPlan& plan, cudaStream_t stream);
+
 /// Enqueues the weight-streaming kernel on `stream`, laid out by `plan`,
 /// which must be plan_stream() of this problem; `x_vectors` as in Problem.
 template <typename T>

@@ -4,12 +4,14 @@
 #include <atomic>
 
 #include "stream_layout.h"
+#include "warp_dot_layout.h"
 
 namespace fgl::cuda {
 namespace {
 
-// The architecture the streaming kernel was built and measured for.
-constexpr int kStreamArch = 90;
+// The architecture the fused kernels' table was measured on (the streaming
+// kernel is built for it alone).
+constexpr int kMeasuredArch = 90;
 // Rows of B up to which the streaming kernel beat cat + cuBLAS in every
 // measured problem on the H200 (bench/NOTES.md, "CUDA routing"): 16 in
 // float16/bfloat16, 64 in float32. float64 was not measured: cuBLAS keeps it.
@@ -22,6 +24,19 @@ constexpr int64_t kMinFloatWeightBytes = 1 << 20;
 // kMinRingStages beside the x slab (fewer leave too few bytes in flight).
 constexpr int kMaxRingStages = 16;
 constexpr int kMinRingStages = 4;
+// The warp-dot kernel splits contractions until this many warps a
+// multiprocessor take part.
+constexpr int64_t kWarpDotWarpsPerSm = 16;
+// Where the warp-dot kernel beat the streaming kernel and cuBLAS on the H200
+// (bench/NOTES.md, "CUDA routing"), in weight bytes read: the weight once
+// per row tile of warp_dot::rows_per_warp rows. Half precision also needs
+// few warps (output columns times row tiles): each warp's fixed costs grow
+// with their number. float32 decode (one row) won at every weight measured
+// (to 128 MiB).
+constexpr int64_t kWarpDotMaxReadHalf = int64_t{2} << 20;
+constexpr int64_t kWarpDotMaxWarpsHalf = 2048;
+constexpr int64_t kWarpDotMaxReadFloat = int64_t{4} << 20;
+constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // A cluster's reduction costs about as much as streaming this many stages.
 constexpr int64_t kClusterCostStages = 4;
 
@@ -42,12 +57,30 @@ int rows_per_block(int element_size, int64_t B) {
   }
 }
 
+// The measured table's verdict for the warp-dot kernel on the H200.
+bool warp_dot_wins(const Problem& p) {
+  const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
+  const int64_t row_tiles = ceil_div(p.B, warp_dot::rows_per_warp(p.B));
+  const int64_t read = weight_bytes * row_tiles;
+  switch (p.element_size) {
+    case 2:
+      return read <= kWarpDotMaxReadHalf &&
+             p.K * row_tiles <= kWarpDotMaxWarpsHalf;
+    case 4:
+      return read <= kWarpDotMaxReadFloat || p.B == 1;
+    default:
+      return read <= kWarpDotMaxReadDouble;
+  }
+}
+
 std::atomic<int> g_forced_route{-1};
 
 }  // namespace
 
 const char* route_name(Route route) {
   switch (route) {
+    case Route::kWarpDot:
+      return "warp-dot";
     case Route::kStream:
       return "stream";
     case Route::kTiled:
@@ -60,9 +93,39 @@ const char* route_name(Route route) {
   return "?";
 }
 
+std::optional<WarpDotPlan> plan_warp_dot(const Problem& p) {
+  const int64_t C = p.R * p.H;
+  if (!p.weight_tma_ok || !p.x_vectors || C <= 0 || C > INT32_MAX / 2 ||
+      p.B <= 0 || p.K <= 0 || p.sm_count <= 0) {
+    return std::nullopt;
+  }
+  WarpDotPlan plan;
+  plan.rows_per_warp = warp_dot::rows_per_warp(p.B);
+  plan.row_tiles = ceil_div(p.B, plan.rows_per_warp);
+  if (plan.row_tiles > 65535) return std::nullopt;
+  // A warp's step along the contraction: 32 lanes of one 16-byte vector.
+  const int64_t step = 32 * (16 / p.element_size);
+  const int64_t unit = step * warp_dot::unroll(plan.rows_per_warp);
+  // Warps split a column's contraction (a power of two of them, each at
+  // least one unrolled step long) until every multiprocessor has
+  // kWarpDotWarpsPerSm warps.
+  const int64_t warps = p.K * plan.row_tiles;
+  plan.splits = 1;
+  while (plan.splits < warp_dot::kMaxSplits &&
+         plan.splits * 2 <= ceil_div(C, unit) &&
+         warps * plan.splits < int64_t{kWarpDotWarpsPerSm} * p.sm_count) {
+    plan.splits *= 2;
+  }
+  plan.slice = ceil_div(ceil_div(C, plan.splits), step) * step;
+  plan.threads = std::max(warp_dot::kMinThreads, 32 * plan.splits);
+  plan.column_tiles = ceil_div(p.K, plan.threads / 32 / plan.splits);
+  if (plan.column_tiles > INT32_MAX) return std::nullopt;
+  return plan;
+}
+
 std::optional<StreamPlan> plan_stream(const Problem& p) {
   const int64_t C = p.R * p.H;
-  if (p.arch != kStreamArch || !p.weight_tma_ok || C <= 0 || p.B <= 0 ||
+  if (p.arch != kMeasuredArch || !p.weight_tma_ok || C <= 0 || p.B <= 0 ||
       p.K <= 0 || p.sm_count <= 0 || C > INT32_MAX || p.K > INT32_MAX) {
     return std::nullopt;
   }
@@ -127,10 +190,15 @@ RouteChoice choose(const Problem& p) {
       p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
   if (const auto forced = forced_route()) {
     if (*forced == Route::kStream) {
-      if (auto plan = plan_stream(p)) return {Route::kStream, plan};
+      if (auto plan = plan_stream(p)) return {Route::kStream, {}, plan};
+    } else if (*forced == Route::kWarpDot) {
+      if (auto plan = plan_warp_dot(p)) return {Route::kWarpDot, plan, {}};
     } else if (*forced != Route::kCublasView || p.x_gathered_view) {
-      return {*forced, std::nullopt};
+      return {*forced, {}, {}};
     }
+  }
+  if (p.arch == kMeasuredArch && warp_dot_wins(p)) {
+    if (auto plan = plan_warp_dot(p)) return {Route::kWarpDot, plan, {}};
   }
   bool stream = false;
   if (p.element_size == 2) {
@@ -141,9 +209,9 @@ RouteChoice choose(const Problem& p) {
   }
   // Planned only where the table streams: the call's host-side cost.
   if (stream) {
-    if (auto plan = plan_stream(p)) return {Route::kStream, plan};
+    if (auto plan = plan_stream(p)) return {Route::kStream, {}, plan};
   }
-  return {fallback, std::nullopt};
+  return {fallback, {}, {}};
 }
 
 Route choose_route(const Problem& p) { return choose(p).route; }

@@ -28,11 +28,17 @@ struct Problem {
 };
 
 enum class Route {
+  kWarpDot,     // warp_dot_kernel.cuh: small problems, one warp a column
   kStream,      // stream_kernel.cuh: the weight streamed once, few rows
   kTiled,       // tiled_kernel.cuh: any problem, CUDA cores
   kCublasView,  // one cuBLAS GEMM over x's gathered view
   kCublasCat,   // cat + one cuBLAS GEMM: the reference's own route
 };
+
+/// Every route, in the order above.
+inline constexpr Route kRoutes[] = {Route::kWarpDot, Route::kStream,
+                                    Route::kTiled, Route::kCublasView,
+                                    Route::kCublasCat};
 
 const char* route_name(Route route);
 
@@ -52,9 +58,25 @@ struct StreamPlan {
 /// (not sm_90, weight not readable by the copy engine, x slab too large).
 std::optional<StreamPlan> plan_stream(const Problem& p);
 
-/// A route, with the streaming kernel's plan when it is kStream.
+/// How warp_dot_kernel.cuh covers one problem.
+struct WarpDotPlan {
+  int rows_per_warp = 0;     // kRows: rows of B per warp
+  int splits = 0;            // warps per output column
+  int64_t slice = 0;         // contraction elements per warp
+  int threads = 0;           // per block
+  int64_t column_tiles = 0;  // grid.x
+  int64_t row_tiles = 0;     // grid.y
+};
+
+/// The warp-dot kernel's layout for `p`, or nullopt where it cannot run it:
+/// x and the weight do not load as 16-byte vectors, R*H reaches 2^30, or B
+/// exceeds its grid.
+std::optional<WarpDotPlan> plan_warp_dot(const Problem& p);
+
+/// A route, with the fused kernel's plan when it is kWarpDot or kStream.
 struct RouteChoice {
   Route route = Route::kCublasCat;
+  std::optional<WarpDotPlan> warp_dot;
   std::optional<StreamPlan> stream;
 };
 
@@ -65,7 +87,7 @@ RouteChoice choose(const Problem& p);
 Route choose_route(const Problem& p);
 
 /// Tests and benchmarks force a route with this (nullopt: the policy's).
-/// A forced kStream falls back to the policy where plan_stream has none.
+/// A forced fused kernel falls back to the policy where it cannot run.
 void force_route(std::optional<Route> route);
 std::optional<Route> forced_route();
 
