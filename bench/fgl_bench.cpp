@@ -79,10 +79,10 @@ void print_preamble(const Options& opt, const fgl::bench::RunInfo& info) {
         "floor: max(bytes / 4.23 TB/s, flops / peak, 1.15 us launch); peak "
         "fp32 51, TF32 396, bf16/fp16 765 TFLOP/s\n");
   }
-  if (!opt.device.is_cpu()) {
-    std::printf("route: %s\n",
-                opt.route ? fgl::cuda::route_name(*opt.route) : "policy");
-  }
+  std::printf("route: %s\n", opt.route ? fgl::cuda::route_name(*opt.route)
+                             : opt.cpu_route
+                                 ? fgl::cpu::route_name(*opt.cpu_route)
+                                 : "policy");
   std::printf("TF32 in cuBLAS float32 matmuls: %s\n",
               info.tf32 ? "on (--allow-tf32)" : "off");
   std::printf("errors: ||out - ref|| / ||ref||, ref in float64 on the CPU\n\n");
@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
   }
   opt.run.tf32 = at::globalContext().allowTF32CuBLAS();
   fgl::cuda::force_route(opt.route);
+  fgl::cpu::force_route(opt.cpu_route);
   at::manual_seed(0);
 
   const fgl::bench::RunInfo info = run_info(opt);

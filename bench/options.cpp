@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cxxopts.hpp>
 #include <stdexcept>
+#include <type_traits>
 
 namespace fgl::bench {
 namespace {
@@ -56,21 +57,26 @@ int positive(const cxxopts::ParseResult& r, const std::string& name) {
   return v;
 }
 
-// "policy, warp-dot, stream, ...": the names --route takes.
-std::string route_names() {
+// "policy, warp-dot, stream, ...": the names --route takes for a backend
+// whose routes are `routes`.
+template <typename Routes>
+std::string route_names(const Routes& routes) {
   std::string names = "policy";
-  for (const auto route : cuda::kRoutes) {
-    names += std::string(", ") + cuda::route_name(route);
+  for (const auto route : routes) {
+    names += std::string(", ") + route_name(route);
   }
   return names;
 }
 
-std::optional<cuda::Route> parse_route(const std::string& name) {
+// The route named `name` among `routes`; nullopt for "policy".
+template <typename Routes>
+auto parse_route(const std::string& name, const Routes& routes)
+    -> std::optional<std::decay_t<decltype(routes[0])>> {
   if (name == "policy") return std::nullopt;
-  for (const auto route : cuda::kRoutes) {
-    if (name == cuda::route_name(route)) return route;
+  for (const auto route : routes) {
+    if (name == route_name(route)) return route;
   }
-  throw std::invalid_argument("--route: expected " + route_names() +
+  throw std::invalid_argument("--route: expected " + route_names(routes) +
                               ", got \"" + name + "\"");
 }
 
@@ -99,8 +105,9 @@ Options parse_options(int argc, const char* const* argv) {
     ("json", "also write the results as a JSON array to FILE",
      cxxopts::value<std::string>(), "FILE")
     ("quick", "fewer replays/calls (smoke tests)")
-    ("route", "CUDA route of the fused op: " + route_names() +
-     " (default: policy; where a kernel cannot run, the policy's)",
+    ("route", "route of the op on --device (where it cannot run, the "
+     "policy's): CUDA " + route_names(cuda::kRoutes) + "; CPU " +
+     route_names(cpu::kRoutes),
      cxxopts::value<std::string>()->default_value("policy"), "ROUTE")
     ("allow-tf32", "allow TF32 in cuBLAS float32 matmuls "
      "(float32 matmul precision \"high\")")
@@ -125,10 +132,15 @@ Options parse_options(int argc, const char* const* argv) {
   }
   opt.quick = r.count("quick") > 0;
   opt.allow_tf32 = r.count("allow-tf32") > 0;
-  opt.route = parse_route(r["route"].as<std::string>());
   if (r.count("json")) opt.json_path = r["json"].as<std::string>();
   opt.device = r.count("device") ? parse_device(r["device"].as<std::string>())
                                  : default_device();
+  const auto& route = r["route"].as<std::string>();
+  if (opt.device.is_cpu()) {
+    opt.cpu_route = parse_route(route, cpu::kRoutes);
+  } else {
+    opt.route = parse_route(route, cuda::kRoutes);
+  }
 
   const bool cpu = opt.device.is_cpu();
   opt.run.warmup = cpu ? (opt.quick ? 1 : 3) : (opt.quick ? 2 : 5);

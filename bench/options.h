@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cases.h"
+#include "cpu/cpu_route.h"
 #include "cuda/kernel_choice.h"
 #include "runner.h"
 
@@ -20,7 +21,9 @@ struct Options {
   std::string json_path;  // empty: no JSON
   bool quick = false;
   bool allow_tf32 = false;
-  std::optional<cuda::Route> route;  // forced CUDA route; nullopt: the policy
+  // The forced route of --device's backend; nullopt: the policy's.
+  std::optional<cuda::Route> route;
+  std::optional<cpu::Route> cpu_route;
   bool help = false;
   std::string usage;
 };

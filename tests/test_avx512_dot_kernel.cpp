@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cpu/avx512_dot_kernel.h"
+#include "cpu/cpu_route.h"
 #include "make_params.h"
 #include "test_support.h"
 
@@ -51,7 +52,7 @@ at::Tensor run_kernel(const at::Tensor& x, const at::Tensor& weight,
 class Avx512DotKernel : public ::testing::TestWithParam<at::ScalarType> {
  protected:
   void SetUp() override {
-    if (!cpu::can_run_avx512_dot()) {
+    if (!cpu::detect_features().avx512_bf16) {
       GTEST_SKIP() << "this CPU lacks AVX-512 BF16";
     }
   }

@@ -48,13 +48,33 @@ at::Tensor make_weight(const Shape& s, WLayout layout, at::ScalarType dtype,
   return {};
 }
 
-// The routes each problem runs under: the policy's everywhere, and on CUDA
-// devices also every fused kernel forced (where it cannot run, the policy
-// takes over, so the test still checks a result).
-std::vector<std::optional<cuda::Route>> routes(const at::Device& dev) {
-  if (!dev.is_cuda()) return {std::nullopt};
-  return {std::nullopt, cuda::Route::kWarpDot, cuda::Route::kStream,
-          cuda::Route::kTiled};
+// A route a problem runs under: the policy's, or one forced on the device's
+// backend.
+struct ForcedRoute {
+  std::string name;
+  std::optional<cuda::Route> cuda;
+  std::optional<cpu::Route> cpu;
+};
+
+// The routes each problem runs under: the policy's, and every other route
+// of the device's backend forced (where one cannot run, the policy takes
+// over, so the test still checks a result).
+std::vector<ForcedRoute> routes(const at::Device& dev) {
+  std::vector<ForcedRoute> all{{"policy", std::nullopt, std::nullopt}};
+  if (dev.is_cuda()) {
+    for (const auto r :
+         {cuda::Route::kWarpDot, cuda::Route::kStream, cuda::Route::kTiled}) {
+      all.push_back({cuda::route_name(r), r, std::nullopt});
+    }
+  } else {
+    for (const auto r : cpu::kRoutes) {
+      if (r == cpu::Route::kDotKernel && !cpu::detect_features().avx512_bf16) {
+        continue;  // the policy's route again
+      }
+      all.push_back({cpu::route_name(r), std::nullopt, r});
+    }
+  }
+  return all;
 }
 
 class GatherLinearSweep
@@ -87,18 +107,17 @@ void check_case(const Shape& shape, at::ScalarType dtype, const at::Device& dev,
 TEST_P(GatherLinearSweep, MatchesFloat64CatLinear) {
   const auto [shape, dtype] = GetParam();
   for (const auto& dev : available_devices()) {
-    for (const auto route : routes(dev)) {
-      const ScopedRoute forced(route);
+    for (const auto& route : routes(dev)) {
+      const ScopedRoute forced_cuda(route.cuda);
+      const ScopedRoute forced_cpu(route.cpu);
       for (bool with_bias : {true, false}) {
         for (auto xl : {XLayout::kContiguous, XLayout::kBatchMajor,
                         XLayout::kStridedH, XLayout::kExpandedB}) {
           for (auto wl : {WLayout::kContiguous, WLayout::kTransposed,
                           WLayout::kColumnSlice}) {
             SCOPED_TRACE(::testing::Message()
-                         << dev << " route="
-                         << (route ? cuda::route_name(*route) : "policy")
-                         << " bias=" << with_bias
-                         << " x_layout=" << static_cast<int>(xl)
+                         << dev << " route=" << route.name << " bias="
+                         << with_bias << " x_layout=" << static_cast<int>(xl)
                          << " w_layout=" << static_cast<int>(wl));
             check_case(shape, dtype, dev, with_bias, xl, wl);
           }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_route.h"
 #include "cuda/kernel_choice.h"
 
 namespace fgl::testing {
@@ -47,14 +48,20 @@ std::vector<at::Device> available_devices();
 /// Dtypes the op supports on every backend.
 std::vector<at::ScalarType> supported_dtypes();
 
-/// Forces a CUDA route (cuda/kernel_choice.h) while it lives; nullopt keeps
-/// the policy's.
+/// Forces a route (cuda/kernel_choice.h, cpu/cpu_route.h) while it lives;
+/// nullopt keeps the policy's.
 class ScopedRoute {
  public:
   explicit ScopedRoute(std::optional<cuda::Route> route) {
     cuda::force_route(route);
   }
-  ~ScopedRoute() { cuda::force_route(std::nullopt); }
+  explicit ScopedRoute(std::optional<cpu::Route> route) {
+    cpu::force_route(route);
+  }
+  ~ScopedRoute() {
+    cuda::force_route(std::nullopt);
+    cpu::force_route(std::nullopt);
+  }
   ScopedRoute(const ScopedRoute&) = delete;
   ScopedRoute& operator=(const ScopedRoute&) = delete;
 };

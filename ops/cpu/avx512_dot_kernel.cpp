@@ -188,17 +188,6 @@ constexpr std::array<std::array<TileFn<T>, kTile>, kTile> kTiles = {
 
 }  // namespace
 
-bool can_run_avx512_dot() {
-  static const bool value = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bf16");
-  }();
-  return value;
-}
-
 template <typename T>
 void avx512_dot_gather_linear(const GatherLinearParams<T>& p) {
   const int64_t k_tiles = (p.K + kTile - 1) / kTile;

@@ -17,14 +17,11 @@
 
 namespace fgl::cpu {
 
-/// Whether this CPU (and OS) runs avx512_dot_gather_linear: AVX-512 with
-/// its BF16 extension (one build of the kernels serves every type).
-bool can_run_avx512_dot();
-
 /// Computes p.out, parallel over blocks of output features. T is double,
-/// float, c10::Half or c10::BFloat16. Requires can_run_avx512_dot(), B > 0, K >
-/// 0, and x and the weight contiguous along h and c (x_stride_h ==
-/// weight_stride_c == 1); every other stride is free.
+/// float, c10::Half or c10::BFloat16. Requires an AVX-512 CPU with BF16
+/// (cpu_route.h's detect_features().avx512_bf16), B > 0, K > 0, and x and the
+/// weight contiguous along h and c (x_stride_h == weight_stride_c == 1); every
+/// other stride is free.
 template <typename T>
 void avx512_dot_gather_linear(const GatherLinearParams<T>& p);
 

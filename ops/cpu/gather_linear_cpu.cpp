@@ -1,8 +1,8 @@
-// CPU kernel of fgl::gather_linear. The [B, R*H] concat never exists: on
-// AVX-512 (BF16) CPUs every dtype takes a kernel that reads x through its
-// strides (avx512_dot_kernel.h); elsewhere, where x's strides make the
-// concatenation a view (gathered_view.h), one BLAS GEMM reads it in place;
-// otherwise one GEMM per gathered slice accumulates into the output,
+// CPU backend of fgl::gather_linear: the torch-facing side. It describes
+// the problem to the routing policy (cpu_route.h) and runs the route it
+// names: the AVX-512 dot-product kernel, which reads x in place
+// (avx512_dot_kernel.h); one BLAS GEMM over x's gathered view
+// (gathered_view.h) or over the reference's `cat`; or one GEMM per slice,
 //   out = bias + sum_r x[r] @ weight[:, r*H:(r+1)*H]^T
 // with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include "backend_entry.h"
+#include "cpu/cpu_route.h"
 #include "gather_linear_checks.h"
 #include "gathered_view.h"
 #include "make_params.h"
@@ -21,40 +22,38 @@
 namespace fgl {
 namespace {
 
-// Computes into `out` ([B, K], checked).
-void run(const at::Tensor& x, const at::Tensor& weight,
-         const std::optional<at::Tensor>& bias,
-         const detail::GatherLinearSizes& s, at::Tensor& out) {
-  if (out.numel() == 0) {
-    return;
+cpu::Dtype dtype_of(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf:
+      return cpu::Dtype::kFloat16;
+    case at::kBFloat16:
+      return cpu::Dtype::kBFloat16;
+    case at::kDouble:
+      return cpu::Dtype::kFloat64;
+    default:
+      return cpu::Dtype::kFloat32;
   }
-#ifdef FGL_WITH_AVX512_DOT
-  if (cpu::can_run_avx512_dot() && x.stride(2) == 1 && weight.stride(1) == 1) {
-    AT_DISPATCH_FLOATING_TYPES_AND2(
-        at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cpu", [&] {
-          cpu::avx512_dot_gather_linear(
-              detail::make_params<scalar_t, scalar_t>(x, weight, bias, out, s));
-        });
-    return;
+}
+
+void gemm(const at::Tensor& gathered, const at::Tensor& weight,
+          const std::optional<at::Tensor>& bias, at::Tensor& out) {
+  // One GEMM; half types accumulate in float32 inside it and round once.
+  if (bias.has_value() && bias->defined()) {
+    at::addmm_out(out, *bias, gathered, weight.t());
+  } else {
+    at::mm_out(out, gathered, weight.t());
   }
-#endif
-  const bool has_bias = bias.has_value() && bias->defined();
-  const auto gathered = s.R * s.H > 0 ? detail::gathered_view(x) : std::nullopt;
-  if (gathered.has_value()) {
-    // One GEMM; half types accumulate in float32 inside it and round once.
-    if (has_bias) {
-      at::addmm_out(out, *bias, *gathered, weight.t());
-    } else {
-      at::mm_out(out, *gathered, weight.t());
-    }
-    return;
-  }
+}
+
+void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
+                 const std::optional<at::Tensor>& bias,
+                 const detail::GatherLinearSizes& s, at::Tensor& out) {
   // Half types accumulate in float32 across slices: summing R partial
   // products in bf16 would round R times.
   const bool reduced = at::isReducedFloatingType(x.scalar_type());
   at::Tensor acc =
       reduced ? at::empty({s.B, s.K}, x.options().dtype(at::kFloat)) : out;
-  if (has_bias) {
+  if (bias.has_value() && bias->defined()) {
     acc.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
   } else {
     acc.zero_();
@@ -72,6 +71,56 @@ void run(const at::Tensor& x, const at::Tensor& weight,
   if (reduced) {
     out.copy_(acc);
   }
+}
+
+// Computes into `out` ([B, K], checked).
+void run(const at::Tensor& x, const at::Tensor& weight,
+         const std::optional<at::Tensor>& bias,
+         const detail::GatherLinearSizes& s, at::Tensor& out) {
+  if (out.numel() == 0) {
+    return;
+  }
+  if (s.R * s.H == 0) {  // an empty contraction: out is the bias
+    if (bias.has_value() && bias->defined()) {
+      out.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
+    } else {
+      out.zero_();
+    }
+    return;
+  }
+  const auto view = detail::gathered_view(x);
+  cpu::Problem problem;
+  problem.cpu = cpu::detect_features();
+  problem.dtype = dtype_of(x.scalar_type());
+  problem.R = s.R;
+  problem.B = s.B;
+  problem.H = s.H;
+  problem.K = s.K;
+  problem.dot_layout = x.stride(2) == 1 && weight.stride(1) == 1;
+  problem.x_gathered_view = view.has_value();
+  switch (cpu::choose_route(problem)) {
+    case cpu::Route::kDotKernel:
+#ifdef FGL_WITH_AVX512_DOT
+      AT_DISPATCH_FLOATING_TYPES_AND2(
+          at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cpu", [&] {
+            cpu::avx512_dot_gather_linear(
+                detail::make_params<scalar_t, scalar_t>(x, weight, bias, out,
+                                                        s));
+          });
+      return;
+#else
+      break;  // never chosen: detect_features() reports no dot kernel
+#endif
+    case cpu::Route::kGemmView:
+      gemm(*view, weight, bias, out);
+      return;
+    case cpu::Route::kGemmCat:
+      gemm(at::cat(x.unbind(0), -1), weight, bias, out);
+      return;
+    case cpu::Route::kGemmSlices:
+      break;
+  }
+  gemm_slices(x, weight, bias, s, out);
 }
 
 at::Tensor& gather_linear_out_cpu(const at::Tensor& x, const at::Tensor& weight,
