@@ -11,6 +11,7 @@
 #include "check.h"
 #include "errors.h"
 #include "fail.h"
+#include "latency.h"
 #include "log.h"
 #include "model_runner.h"
 #include "models/gather_linear_module.h"
@@ -18,7 +19,6 @@
 #include "models/tensor_file.h"
 #include "models/weights.h"
 #include "progress.h"
-#include "timing.h"
 
 namespace fgl::app {
 namespace {
@@ -273,14 +273,9 @@ void check_batches(const TensorFile& input) {
   }
 }
 
-fgl::app::PathTiming to_timing(const fgl::bench::LatencyStats& s,
-                               int64_t rows) {
+fgl::app::PathTiming to_timing(const timing::LatencyStats& s, int64_t rows) {
   PathTiming t;
-  t.samples = s.samples;
-  t.p50_us = s.p50_us;
-  t.p90_us = s.p90_us;
-  t.p99_us = s.p99_us;
-  t.mean_us = s.mean_us;
+  t.latency = s;
   t.rows_per_s = s.p50_us > 0 ? rows / (s.p50_us * 1e-6) : 0;
   return t;
 }
@@ -346,9 +341,12 @@ std::vector<at::Tensor> run_batches(const ModelPaths& model,
 void benchmark(const ModelPaths& model, const Chunks& chunks,
                const c10::Device& device, int warmup, int iters,
                InferReport& report) {
-  log::info("timing " + std::to_string(iters) + " passes of each path");
+  log::info("timing " + std::to_string(iters) + " passes of each path after " +
+            std::to_string(warmup) + " warm-up passes");
   auto time_path = [&](bool fused) {
-    const auto stats = fgl::bench::time_calls(
+    Progress progress(fused ? "timing fused" : "timing reference",
+                      warmup + iters);
+    const auto stats = timing::time_calls(
         [&] {
           for (const auto& batch : chunks) {
             for (const auto& x : batch) {
@@ -356,10 +354,12 @@ void benchmark(const ModelPaths& model, const Chunks& chunks,
             }
           }
         },
-        device, warmup, iters);
+        device, warmup, iters,
+        [&](int calls) { progress.step(calls <= warmup ? "warm-up" : ""); });
     return to_timing(stats, report.rows);
   };
   report.warmup = warmup;
+  report.threads = device.is_cpu() ? at::get_num_threads() : 0;
   report.fused = time_path(true);
   if (model.reference) {
     report.reference = time_path(false);

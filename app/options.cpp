@@ -6,9 +6,12 @@
 #include <cctype>
 #include <cstdint>
 #include <cxxopts.hpp>
+#include <limits>
 #include <map>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <type_traits>
 
 #include "errors.h"
 #include "log.h"
@@ -67,6 +70,33 @@ std::string canonical_dtype(const std::string& name) {
   const std::string lower = lowercase(name);
   const auto it = aliases.find(lower);
   return it != aliases.end() ? it->second : lower;
+}
+
+// A whole number or a real number given to `option`, named in the error.
+template <typename T>
+T parse_number(const std::string& text, const char* option) {
+  size_t used = 0;
+  T value{};
+  try {
+    if constexpr (std::is_floating_point_v<T>) {
+      value = static_cast<T>(std::stod(text, &used));
+    } else {
+      const long long v = std::stoll(text, &used);
+      if (v < std::numeric_limits<T>::min() ||
+          v > std::numeric_limits<T>::max()) {
+        used = 0;
+      }
+      value = static_cast<T>(v);
+    }
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    usage_error(std::string(option) + " expects " +
+                (std::is_floating_point_v<T> ? "a number" : "a whole number") +
+                ", got '" + text + "'");
+  }
+  return value;
 }
 
 // A byte count: digits with an optional binary unit, K/KB/KiB to T/TB/TiB
@@ -187,21 +217,22 @@ Command parse_command_line(int argc, const char* const* argv) {
      cxxopts::value<std::string>(), "FILE")
     ("batch-size", "split batches along B into chunks of N rows (0: whole "
      "batches)",
-     cxxopts::value<int64_t>()->default_value("0"), "N")
+     cxxopts::value<std::string>()->default_value("0"), "N")
     ("no-check", "skip the comparison with the reference path")
-    ("atol", "absolute tolerance of the check (default: by dtype)",
-     cxxopts::value<double>(), "X")
+    ("atol", "absolute tolerance of the check (default: by dtype); an "
+     "element passes when |fused - reference| <= atol + rtol * |reference|",
+     cxxopts::value<std::string>(), "X")
     ("rtol", "relative tolerance of the check (default: by dtype)",
-     cxxopts::value<double>(), "X")
+     cxxopts::value<std::string>(), "X")
     ("device", "auto, cpu, cuda or cuda:N",
      cxxopts::value<std::string>()->default_value("auto"), "DEV")
     ("dtype", "auto (the input's), float32, float16, bfloat16, float64 "
      "(also fp32, float, fp16, half, bf16, fp64, double)",
      cxxopts::value<std::string>()->default_value("auto"), "T")
-    ("warmup", "untimed calls before timing",
-     cxxopts::value<int>()->default_value("5"), "N")
+    ("warmup", "untimed calls before timing (benchmark mode)",
+     cxxopts::value<std::string>()->default_value("5"), "N")
     ("iters", "timed calls of each path; > 0 turns on benchmark mode",
-     cxxopts::value<int>()->default_value("0"), "N")
+     cxxopts::value<std::string>()->default_value("0"), "N")
     ("json", "print one JSON summary on stdout")
     ("log-level", std::string("stderr log level: ") + log::kLevels,
      cxxopts::value<std::string>()->default_value("info"), "LEVEL")
@@ -239,18 +270,24 @@ Command parse_command_line(int argc, const char* const* argv) {
     set("weights-prefix", o.weights_prefix);
     set("model", o.model);
     set("output", o.output);
-    o.batch_size = args["batch-size"].as<int64_t>();
+    const auto text = [&](const char* name) {
+      return args[name].as<std::string>();
+    };
+    o.batch_size = parse_number<int64_t>(text("batch-size"), "--batch-size");
     o.check = args.count("no-check") == 0;
     if (args.count("atol")) {
-      o.atol = args["atol"].as<double>();
+      o.atol = parse_number<double>(text("atol"), "--atol");
     }
     if (args.count("rtol")) {
-      o.rtol = args["rtol"].as<double>();
+      o.rtol = parse_number<double>(text("rtol"), "--rtol");
     }
     o.device = args["device"].as<std::string>();
     o.dtype = canonical_dtype(args["dtype"].as<std::string>());
-    o.warmup = args["warmup"].as<int>();
-    o.iters = args["iters"].as<int>();
+    o.warmup = parse_number<int>(text("warmup"), "--warmup");
+    o.iters = parse_number<int>(text("iters"), "--iters");
+    if (args.count("warmup") && o.iters == 0) {
+      usage_error("--warmup applies to benchmark mode: give --iters N too");
+    }
     o.json = args.count("json") > 0;
     o.log_level = lowercase(args["log-level"].as<std::string>());
     if (o.log_level == "warning") o.log_level = "warn";  // as the log prints it

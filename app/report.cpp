@@ -17,10 +17,20 @@ std::string format(const char* fmt, double value) {
   return buf;
 }
 
+bool has_p99(const PathTiming& t) {
+  return t.latency.samples >= timing::kMinSamplesForP99;
+}
+
 nlohmann::ordered_json timing_json(const PathTiming& t) {
-  return {{"samples", t.samples}, {"p50_us", t.p50_us},
-          {"p90_us", t.p90_us},   {"p99_us", t.p99_us},
-          {"mean_us", t.mean_us}, {"rows_per_s", t.rows_per_s}};
+  const auto& l = t.latency;
+  return {{"samples", l.samples},
+          {"p10_us", l.p10_us},
+          {"p50_us", l.p50_us},
+          {"p90_us", l.p90_us},
+          {"p99_us", has_p99(t) ? nlohmann::ordered_json(l.p99_us) : nullptr},
+          {"mean_us", l.mean_us},
+          {"spread", timing::spread(l)},
+          {"rows_per_s", t.rows_per_s}};
 }
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0.
@@ -114,14 +124,17 @@ void print_text(const InferReport& r, std::ostream& os) {
     os << "check skipped (--no-check)\n";
   } else {
     os << "check " << (r.passed ? "passed" : "FAILED")
-       << ": fused vs reference path, atol=" << format("%g", r.atol)
-       << " rtol=" << format("%g", r.rtol) << "\n";
+       << ": fused vs reference path, each element within atol + rtol * "
+          "|reference| (atol="
+       << format("%g", r.atol) << " rtol=" << format("%g", r.rtol) << ")\n";
   }
   if (r.fused) {
-    os << "latency of one pass over all batches (" << r.fused->samples
-       << " timed after " << r.warmup << " warm-up calls):\n";
-    std::snprintf(line, sizeof(line), "  %-10s %10s %10s %10s %12s\n", "path",
-                  "p50_us", "p90_us", "p99_us", "rows/s");
+    os << "latency of one pass over all batches (" << r.fused->latency.samples
+       << " timed after " << r.warmup << " warm-up calls";
+    if (r.threads > 0) os << ", " << r.threads << " CPU threads";
+    os << "):\n";
+    std::snprintf(line, sizeof(line), "  %-10s %10s %10s %10s %10s %12s\n",
+                  "path", "p10_us", "p50_us", "p90_us", "p99_us", "rows/s");
     os << line;
     std::vector<std::pair<const char*, PathTiming>> paths = {
         {r.model.empty() ? "fused" : "model", *r.fused}};
@@ -129,13 +142,31 @@ void print_text(const InferReport& r, std::ostream& os) {
       paths.emplace_back("reference", *r.reference);
     }
     for (const auto& [name, t] : paths) {
-      std::snprintf(line, sizeof(line), "  %-10s %10.1f %10.1f %10.1f %12.4g\n",
-                    name, t.p50_us, t.p90_us, t.p99_us, t.rows_per_s);
+      const auto& l = t.latency;
+      std::snprintf(
+          line, sizeof(line), "  %-10s %10.1f %10.1f %10.1f %10s %12.4g\n",
+          name, l.p10_us, l.p50_us, l.p90_us,
+          has_p99(t) ? format("%.1f", l.p99_us).c_str() : "-", t.rows_per_s);
       os << line;
+    }
+    if (!has_p99(*r.fused)) {
+      os << "  (p99 from " << timing::kMinSamplesForP99
+         << " timed calls on: --iters " << timing::kMinSamplesForP99 << ")\n";
+    }
+    for (const auto& [name, t] : paths) {
+      if (timing::spread(t.latency) > timing::kWideSpread) {
+        os << "warning: the " << name << " timings spread widely (p10 "
+           << format("%.1f", t.latency.p10_us) << " to p90 "
+           << format("%.1f", t.latency.p90_us)
+           << " us): the machine is busy or the run too short; compare runs "
+              "with more --iters on a quiet machine\n";
+      }
     }
     if (r.reference) {
       os << "speed-up (reference p50 / fused p50): "
-         << format("%.2f", r.reference->p50_us / r.fused->p50_us) << "x\n";
+         << format("%.2f",
+                   r.reference->latency.p50_us / r.fused->latency.p50_us)
+         << "x\n";
     }
   }
   if (!r.output.empty()) {
@@ -191,13 +222,17 @@ void print_json(const InferReport& r, std::ostream& os) {
       {"benchmark", nullptr},
   };
   if (r.fused) {
-    j["benchmark"] = {{"warmup", r.warmup},
-                      {"fused", timing_json(*r.fused)},
-                      {"reference", nullptr},
-                      {"speedup", nullptr}};
+    j["benchmark"] = {
+        {"warmup", r.warmup},
+        {"threads",
+         r.threads > 0 ? nlohmann::ordered_json(r.threads) : nullptr},
+        {"fused", timing_json(*r.fused)},
+        {"reference", nullptr},
+        {"speedup", nullptr}};
     if (r.reference) {
       j["benchmark"]["reference"] = timing_json(*r.reference);
-      j["benchmark"]["speedup"] = r.reference->p50_us / r.fused->p50_us;
+      j["benchmark"]["speedup"] =
+          r.reference->latency.p50_us / r.fused->latency.p50_us;
     }
   }
   // Names come from user files: replace invalid UTF-8 rather than throw.

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "latency_stats.h"
+
 namespace fgl::app {
 
 struct BatchResult {
@@ -20,10 +22,9 @@ struct BatchResult {
   bool passed = true;
 };
 
-/// Latency of one pass over every batch, from fgl::bench::time_calls.
+/// Latency of one pass over every batch (fgl::timing::time_calls).
 struct PathTiming {
-  int64_t samples = 0;
-  double p50_us = 0, p90_us = 0, p99_us = 0, mean_us = 0;
+  timing::LatencyStats latency;
   double rows_per_s = 0;  // at p50
 };
 
@@ -43,6 +44,7 @@ struct InferReport {
   bool passed = true;
   std::vector<BatchResult> batches;
   int warmup = 0;
+  int threads = 0;  // CPU threads of the op (benchmark mode on the CPU)
   std::optional<PathTiming> fused, reference;  // benchmark mode only
   int exit_code = 0;
 };

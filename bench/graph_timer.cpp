@@ -20,9 +20,9 @@ int64_t cuda_free_bytes(c10::DeviceIndex index) {
   return static_cast<int64_t>(free_bytes);
 }
 
-LatencyStats time_graph_replays(const std::function<void(int64_t)>& call,
-                                const c10::Device& device,
-                                const GraphTimingConfig& config) {
+timing::LatencyStats time_graph_replays(
+    const std::function<void(int64_t)>& call, const c10::Device& device,
+    const GraphTimingConfig& config) {
   TORCH_CHECK(device.is_cuda() && device.has_index(),
               "time_graph_replays needs a CUDA device with an index, got ",
               device);
@@ -75,7 +75,7 @@ LatencyStats time_graph_replays(const std::function<void(int64_t)>& call,
     at::cuda::CUDAEvent done;
     done.record(side);
     done.block(origin);
-    return summarize(std::move(per_call_us));
+    return timing::summarize(std::move(per_call_us));
   }
 }
 

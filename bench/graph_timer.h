@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "timing.h"
+#include "latency.h"
 
 namespace fgl::bench {
 
@@ -31,8 +31,8 @@ struct GraphTimingConfig {
 /// stream, replays it `warmup_replays` times, then records a CUDA event pair
 /// around each of `replays` replays. Returns the per-call latency of each
 /// replay (replay time / calls).
-LatencyStats time_graph_replays(const std::function<void(int64_t)>& call,
-                                const c10::Device& device,
-                                const GraphTimingConfig& config);
+timing::LatencyStats time_graph_replays(
+    const std::function<void(int64_t)>& call, const c10::Device& device,
+    const GraphTimingConfig& config);
 
 }  // namespace fgl::bench

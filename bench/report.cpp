@@ -75,7 +75,7 @@ nlohmann::json case_record(const CaseResult& r, const RunInfo& info) {
   }
   for (size_t p = 0; p < kPaths.size(); ++p) {
     const std::string name = path_name(kPaths[p]);
-    const LatencyStats& s = r.latency[p];
+    const timing::LatencyStats& s = r.latency[p];
     j[name + "_us"] = s.p50_us;
     j[name + "_p10_us"] = s.p10_us;
     j[name + "_p90_us"] = s.p90_us;

@@ -37,8 +37,8 @@ CaseResult run_case(const Case& c, const c10::Device& device,
     const Inputs in = random_inputs(c, device);
     for (size_t p = 0; p < kPaths.size(); ++p) {
       const Path path = kPaths[p];
-      result.latency[p] = time_calls([&] { run_path(path, in); }, device,
-                                     config.warmup, config.replays);
+      result.latency[p] = timing::time_calls(
+          [&] { run_path(path, in); }, device, config.warmup, config.replays);
     }
   } else {
 #ifdef FGL_BENCH_CUDA

@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "cases.h"
+#include "latency.h"
 #include "paths.h"
-#include "timing.h"
 
 namespace fgl::bench {
 
@@ -27,8 +27,8 @@ struct RunConfig {
 struct CaseResult {
   Case c;
   Floor floor;
-  std::array<LatencyStats, kPaths.size()> latency;  // kPaths order
-  std::array<double, kPaths.size()> rel_error{};    // kPaths order
+  std::array<timing::LatencyStats, kPaths.size()> latency;  // kPaths order
+  std::array<double, kPaths.size()> rel_error{};            // kPaths order
   int64_t copies = 1;           // operand sets rotated through
   int64_t calls_per_graph = 0;  // 0 on the CPU
 };

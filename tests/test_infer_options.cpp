@@ -111,7 +111,14 @@ TEST(InferOptions, UsageErrors) {
   expect_usage_error({"--input", "x.pt"}, "--input needs --weights");
   expect_usage_error({"--weights", "w.pt"}, "--weights needs --input");
   expect_usage_error({"--batch-size", "-1"}, ">= 0");
-  expect_usage_error({"--iters", "many"}, "many");
+  expect_usage_error({"--iters", "many"},
+                     "--iters expects a whole number, got 'many'");
+  expect_usage_error({"--batch-size", "abc"},
+                     "--batch-size expects a whole number, got 'abc'");
+  expect_usage_error({"--batch-size", "3x"}, "--batch-size");
+  expect_usage_error({"--iters", "99999999999"}, "--iters");
+  expect_usage_error({"--atol", "tight"}, "--atol expects a number");
+  expect_usage_error({"--warmup", "3"}, "--warmup applies to benchmark mode");
   expect_usage_error({"--bogus"}, "bogus");
   expect_usage_error({"stray"}, "unexpected argument 'stray'");
   expect_usage_error({"--no-check", "--atol", "1"}, "--no-check");

@@ -1,4 +1,4 @@
-#include "timing.h"
+#include "latency.h"
 
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/Event.h>
@@ -7,34 +7,20 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <numeric>
 
-namespace fgl::bench {
-
-LatencyStats summarize(std::vector<double> samples_us) {
-  LatencyStats s;
-  s.samples = static_cast<int64_t>(samples_us.size());
-  if (samples_us.empty()) return s;
-  std::sort(samples_us.begin(), samples_us.end());
-  const auto rank = [&](double q) {
-    const auto i = static_cast<size_t>(
-        std::ceil(q * static_cast<double>(samples_us.size())) - 1);
-    return samples_us[std::min(i, samples_us.size() - 1)];
-  };
-  s.min_us = samples_us.front();
-  s.p10_us = rank(0.10);
-  s.p50_us = rank(0.50);
-  s.p90_us = rank(0.90);
-  s.p99_us = rank(0.99);
-  s.mean_us = std::accumulate(samples_us.begin(), samples_us.end(), 0.0) /
-              static_cast<double>(samples_us.size());
-  return s;
-}
+namespace fgl::timing {
 
 LatencyStats time_calls(const std::function<void()>& fn,
-                        const c10::Device& device, int warmup, int iters) {
-  for (int i = 0; i < warmup; ++i) fn();
+                        const c10::Device& device, int warmup, int iters,
+                        const std::function<void(int)>& after_call) {
+  int calls = 0;
+  const auto called = [&] {
+    if (after_call) after_call(++calls);
+  };
+  for (int i = 0; i < warmup; ++i) {
+    fn();
+    called();
+  }
   std::vector<double> samples_us;
   samples_us.reserve(static_cast<size_t>(std::max(iters, 0)));
   if (device.is_cpu()) {
@@ -44,6 +30,7 @@ LatencyStats time_calls(const std::function<void()>& fn,
       const std::chrono::duration<double, std::micro> dt =
           std::chrono::steady_clock::now() - t0;
       samples_us.push_back(dt.count());
+      called();
     }
     return summarize(std::move(samples_us));
   }
@@ -61,6 +48,7 @@ LatencyStats time_calls(const std::function<void()>& fn,
     starts.back().record(stream);
     fn();
     stops.back().record(stream);
+    called();
   }
   stream.synchronize();
   for (int i = 0; i < iters; ++i) {
@@ -69,4 +57,4 @@ LatencyStats time_calls(const std::function<void()>& fn,
   return summarize(std::move(samples_us));
 }
 
-}  // namespace fgl::bench
+}  // namespace fgl::timing
