@@ -35,16 +35,6 @@ cpu::Dtype dtype_of(at::ScalarType t) {
   }
 }
 
-void gemm(const at::Tensor& gathered, const at::Tensor& weight,
-          const std::optional<at::Tensor>& bias, at::Tensor& out) {
-  // One GEMM; half types accumulate in float32 inside it and round once.
-  if (bias.has_value() && bias->defined()) {
-    at::addmm_out(out, *bias, gathered, weight.t());
-  } else {
-    at::mm_out(out, gathered, weight.t());
-  }
-}
-
 void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
                  const std::optional<at::Tensor>& bias,
                  const detail::GatherLinearSizes& s, at::Tensor& out) {
@@ -73,21 +63,10 @@ void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
   }
 }
 
-// Computes into `out` ([B, K], checked).
+// Computes into `out` ([B, K], checked; B, K and R*H > 0).
 void run(const at::Tensor& x, const at::Tensor& weight,
          const std::optional<at::Tensor>& bias,
          const detail::GatherLinearSizes& s, at::Tensor& out) {
-  if (out.numel() == 0) {
-    return;
-  }
-  if (s.R * s.H == 0) {  // an empty contraction: out is the bias
-    if (bias.has_value() && bias->defined()) {
-      out.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
-    } else {
-      out.zero_();
-    }
-    return;
-  }
   const auto view = detail::gathered_view(x);
   cpu::Problem problem;
   problem.cpu = cpu::detect_features();
@@ -112,10 +91,10 @@ void run(const at::Tensor& x, const at::Tensor& weight,
       break;  // never chosen: detect_features() reports no dot kernel
 #endif
     case cpu::Route::kGemmView:
-      gemm(*view, weight, bias, out);
+      detail::library_gemm(*view, weight, bias, out);
       return;
     case cpu::Route::kGemmCat:
-      gemm(at::cat(x.unbind(0), -1), weight, bias, out);
+      detail::library_gemm(at::cat(x.unbind(0), -1), weight, bias, out);
       return;
     case cpu::Route::kGemmSlices:
       break;

@@ -67,42 +67,21 @@ cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
   return p;
 }
 
-void cublas(const at::Tensor& gathered, const at::Tensor& weight,
-            const std::optional<at::Tensor>& bias, at::Tensor& out) {
-  if (bias.has_value() && bias->defined()) {
-    at::addmm_out(out, *bias, gathered, weight.t());
-  } else {
-    at::mm_out(out, gathered, weight.t());
-  }
-}
-
-// Computes into `out` ([B, K], checked).
+// Computes into `out` ([B, K], checked; B, K and R*H > 0).
 void run(const at::Tensor& x, const at::Tensor& weight,
          const std::optional<at::Tensor>& bias,
          const detail::GatherLinearSizes& s, at::Tensor& out) {
-  if (out.numel() == 0) {
-    return;
-  }
   const c10::cuda::CUDAGuard device_guard(x.device());
-  const bool has_bias = bias.has_value() && bias->defined();
-  if (s.R * s.H == 0) {  // an empty contraction: out is the bias
-    if (has_bias) {
-      out.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
-    } else {
-      out.zero_();
-    }
-    return;
-  }
   const auto view = detail::gathered_view(x);
   const cuda::Problem problem = describe(x, weight, s, view.has_value());
   const cuda::RouteChoice choice = cuda::choose(problem);
   const cuda::Route route = choice.route;
   if (route == cuda::Route::kCublasView) {
-    cublas(*view, weight, bias, out);
+    detail::library_gemm(*view, weight, bias, out);
     return;
   }
   if (route == cuda::Route::kCublasCat) {
-    cublas(at::cat(x.unbind(0), -1), weight, bias, out);
+    detail::library_gemm(at::cat(x.unbind(0), -1), weight, bias, out);
     return;
   }
   TORCH_CHECK(route != cuda::Route::kTiled || s.K <= cuda::max_tiled_k(),
