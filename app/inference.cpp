@@ -14,8 +14,8 @@
 #include "latency.h"
 #include "log.h"
 #include "model_runner.h"
-#include "models/gather_linear_module.h"
 #include "models/paths.h"
+#include "models/gather_linear_module.h"
 #include "models/tensor_file.h"
 #include "models/weights.h"
 #include "progress.h"
@@ -273,8 +273,8 @@ void check_batches(const TensorFile& input) {
   }
 }
 
-fgl::app::PathTiming to_timing(const timing::LatencyStats& s, int64_t rows) {
-  PathTiming t;
+fgl::app::ForwardTiming to_timing(const timing::LatencyStats& s, int64_t rows) {
+  ForwardTiming t;
   t.latency = s;
   t.rows_per_s = s.p50_us > 0 ? rows / (s.p50_us * 1e-6) : 0;
   return t;
@@ -296,9 +296,9 @@ Chunks make_chunks(const TensorFile& input, const c10::Device& device,
   return chunks;
 }
 
-// Runs every chunk through the fused path, checked against the reference
-// path when `check`; returns each batch's result with its rows joined again.
-std::vector<at::Tensor> run_batches(const ModelPaths& model,
+// Runs every chunk through the fused forward, checked against the reference
+// forward when `check`; returns each batch's result with its rows joined again.
+std::vector<at::Tensor> run_batches(const ModelForwards& model,
                                     const Chunks& chunks,
                                     const std::vector<std::string>& names,
                                     bool check, const Tolerance& tolerance,
@@ -337,11 +337,11 @@ std::vector<at::Tensor> run_batches(const ModelPaths& model,
   return results;
 }
 
-// Latency of one pass over all chunks, for each path.
-void benchmark(const ModelPaths& model, const Chunks& chunks,
+// Latency of one pass over all chunks, for each forward.
+void benchmark(const ModelForwards& model, const Chunks& chunks,
                const c10::Device& device, int warmup, int iters,
                InferReport& report) {
-  log::info("timing " + std::to_string(iters) + " passes of each path after " +
+  log::info("timing " + std::to_string(iters) + " passes of each forward after " +
             std::to_string(warmup) + " warm-up passes");
   auto time_path = [&](bool fused) {
     Progress progress(fused ? "timing fused" : "timing reference",
@@ -382,7 +382,7 @@ InferReport run_inference(const InferOptions& o) {
   const int64_t R = input.tensors[0].size(0), H = input.tensors[0].size(2);
   const auto requested =
       resolve_dtype(o.dtype, input.tensors[0], input.names[0]);
-  const ModelPaths model =
+  const ModelForwards model =
       !o.model.empty()
           ? load_model(o, device, requested, R, H)
           : or_fail(kExitDataErr,
@@ -390,8 +390,8 @@ InferReport run_inference(const InferOptions& o) {
                     "x must be (R, B, H) and the weight (K, R*H); check that "
                     "both files come from the same layer",
                     [&] {
-                      return weights_paths(problem.weights, R, H, device,
-                                           requested);
+                      return weights_forwards(problem.weights, R, H, device,
+                                              requested);
                     });
   const auto dtype = model.dtype;
 

@@ -1,5 +1,5 @@
 // The whole fgl_infer run behind main: load x and the weights (or make the
-// demo problem), batch, run the fused and reference paths, check, time and
+// demo problem), batch, run the fused and reference forwards, check, time and
 // write the results.
 #pragma once
 

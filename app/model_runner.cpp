@@ -19,9 +19,9 @@ constexpr const char* kModelHint =
 
 // The reference over the model's own weights; empty without them, which
 // only --no-check accepts.
-Path reference_path(const std::optional<models::LinearWeights>& weights,
-                    const InferOptions& o, int64_t R, int64_t H,
-                    const c10::Device& device, c10::ScalarType dtype) {
+Forward reference_forward(const std::optional<models::LinearWeights>& weights,
+                          const InferOptions& o, int64_t R, int64_t H,
+                          const c10::Device& device, c10::ScalarType dtype) {
   if (!weights && !o.check) {
     return {};
   }
@@ -32,30 +32,30 @@ Path reference_path(const std::optional<models::LinearWeights>& weights,
                        "reference to check it against",
                    "pass --no-check to run it unchecked");
   }
-  return weights_paths(*weights, R, H, device, dtype).reference;
+  return weights_forwards(*weights, R, H, device, dtype).reference;
 }
 
-// The run and reference paths of a loaded model (ScriptedModel or AotiModel);
-// `noun` names the file in messages ("model", "package").
+// The run and reference forwards of a loaded model (ScriptedModel or
+// AotiModel); `noun` names the file in messages ("model", "package").
 template <typename Model>
-ModelPaths paths_of(const char* format, const std::string& noun,
-                    std::shared_ptr<Model> model, const InferOptions& o,
-                    const c10::Device& device, c10::ScalarType dtype, int64_t R,
-                    int64_t H) {
+ModelForwards forwards_of(const char* format, const std::string& noun,
+                          std::shared_ptr<Model> model, const InferOptions& o,
+                          const c10::Device& device, c10::ScalarType dtype,
+                          int64_t R, int64_t H) {
   const auto weights = model->weights();
-  ModelPaths paths;
-  paths.format = format;
-  paths.dtype = dtype;
-  paths.run = [model](const at::Tensor& x) mutable {
+  ModelForwards forwards;
+  forwards.format = format;
+  forwards.dtype = dtype;
+  forwards.run = [model](const at::Tensor& x) mutable {
     return model->forward(x);
   };
-  paths.reference =
-      or_fail(kExitDataErr, noun + " " + o.model + " does not fit the input",
-              "x must be (R, B, H) and proj.weight (K, R*H)",
-              [&] { return reference_path(weights, o, R, H, device, dtype); });
-  paths.K = weights ? weights->K() : 0;
-  paths.bias = weights && weights->bias;
-  return paths;
+  forwards.reference = or_fail(
+      kExitDataErr, noun + " " + o.model + " does not fit the input",
+      "x must be (R, B, H) and proj.weight (K, R*H)",
+      [&] { return reference_forward(weights, o, R, H, device, dtype); });
+  forwards.K = weights ? weights->K() : 0;
+  forwards.bias = weights && weights->bias;
+  return forwards;
 }
 
 void check_attribute(const models::ScriptedModel& model, const char* name,
@@ -70,21 +70,24 @@ void check_attribute(const models::ScriptedModel& model, const char* name,
   }
 }
 
-ModelPaths torchscript_paths(const InferOptions& o, const c10::Device& device,
-                             c10::ScalarType dtype, int64_t R, int64_t H) {
+ModelForwards torchscript_forwards(const InferOptions& o,
+                                   const c10::Device& device,
+                                   c10::ScalarType dtype, int64_t R,
+                                   int64_t H) {
   auto model =
       or_fail(kExitDataErr, "cannot load model " + o.model, kModelHint,
               [&] { return std::make_shared<models::ScriptedModel>(o.model); });
   check_attribute(*model, "R", R, o.model);
   check_attribute(*model, "H", H, o.model);
   model->to(device, dtype);
-  auto paths = paths_of("torchscript", "model", model, o, device, dtype, R, H);
-  if (paths.K == 0) paths.K = model->int_attribute("K").value_or(0);
-  return paths;
+  auto forwards =
+      forwards_of("torchscript", "model", model, o, device, dtype, R, H);
+  if (forwards.K == 0) forwards.K = model->int_attribute("K").value_or(0);
+  return forwards;
 }
 
-ModelPaths aoti_paths(const InferOptions& o, const c10::Device& device,
-                      c10::ScalarType dtype, int64_t R, int64_t H) {
+ModelForwards aoti_forwards(const InferOptions& o, const c10::Device& device,
+                            c10::ScalarType dtype, int64_t R, int64_t H) {
   const auto metadata =
       or_fail(kExitDataErr, "cannot read package " + o.model, kModelHint,
               [&] { return models::read_aoti_metadata(o.model); });
@@ -134,44 +137,45 @@ ModelPaths aoti_paths(const InferOptions& o, const c10::Device& device,
     log::info("converting the input to the package's dtype " +
               c10::getDtypeNames(dtype).first);
   }
-  auto paths = paths_of("aoti", "package", model, o, device, dtype, R, H);
+  auto forwards = forwards_of("aoti", "package", model, o, device, dtype, R, H);
   const auto k = metadata.find("K");
-  if (paths.K == 0 && k != metadata.end()) paths.K = std::stoll(k->second);
-  return paths;
+  if (forwards.K == 0 && k != metadata.end())
+    forwards.K = std::stoll(k->second);
+  return forwards;
 }
 
 }  // namespace
 
-ModelPaths weights_paths(const models::LinearWeights& weights, int64_t R,
-                         int64_t H, const c10::Device& device,
-                         c10::ScalarType dtype) {
+ModelForwards weights_forwards(const models::LinearWeights& weights, int64_t R,
+                               int64_t H, const c10::Device& device,
+                               c10::ScalarType dtype) {
   const auto options = models::options_for(weights, R, H);
   models::GatherLinear model(options);
   models::load_weights(*model, weights);
   model->to(device, dtype);
   model->eval();
-  ModelPaths paths;
-  paths.run = [model](const at::Tensor& x) mutable {
+  ModelForwards forwards;
+  forwards.run = [model](const at::Tensor& x) mutable {
     return model->forward(x);
   };
-  paths.reference = [model](const at::Tensor& x) mutable {
+  forwards.reference = [model](const at::Tensor& x) mutable {
     return model->forward_reference(x);
   };
-  paths.K = options.K();
-  paths.bias = options.bias();
-  paths.dtype = dtype;
-  return paths;
+  forwards.K = options.K();
+  forwards.bias = options.bias();
+  forwards.dtype = dtype;
+  return forwards;
 }
 
-ModelPaths load_model(const InferOptions& o, const c10::Device& device,
-                      c10::ScalarType dtype, int64_t R, int64_t H) {
+ModelForwards load_model(const InferOptions& o, const c10::Device& device,
+                         c10::ScalarType dtype, int64_t R, int64_t H) {
   const bool package = models::is_aoti_package(o.model);
   log::info(
       "loading " +
       std::string(package ? "AOTInductor package " : "TorchScript model ") +
       o.model);
-  return package ? aoti_paths(o, device, dtype, R, H)
-                 : torchscript_paths(o, device, dtype, R, H);
+  return package ? aoti_forwards(o, device, dtype, R, H)
+                 : torchscript_forwards(o, device, dtype, R, H);
 }
 
 }  // namespace fgl::app

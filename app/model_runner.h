@@ -1,4 +1,4 @@
-// The paths fgl_infer compares: the one under test (the fused op through
+// The forwards fgl_infer compares: the one under test (the fused op through
 // GatherLinear, a TorchScript model or an AOTInductor package given with
 // --model) and the unfused reference built from the same weights.
 #pragma once
@@ -14,11 +14,11 @@
 
 namespace fgl::app {
 
-using Path = std::function<at::Tensor(const at::Tensor&)>;
+using Forward = std::function<at::Tensor(const at::Tensor&)>;
 
-struct ModelPaths {
-  Path run;            // the path under test
-  Path reference;      // proj(cat(x.unbind(0), -1)); empty when not checked
+struct ModelForwards {
+  Forward run;         // the forward under test
+  Forward reference;   // proj(cat(x.unbind(0), -1)); empty when not checked
   std::string format;  // "torchscript" or "aoti"
   int64_t K = 0;
   bool bias = false;
@@ -26,15 +26,15 @@ struct ModelPaths {
 };
 
 /// The fused op and the reference over `weights`, for x [R, B, H].
-ModelPaths weights_paths(const models::LinearWeights& weights, int64_t R,
-                         int64_t H, const c10::Device& device,
-                         c10::ScalarType dtype);
+ModelForwards weights_forwards(const models::LinearWeights& weights, int64_t R,
+                               int64_t H, const c10::Device& device,
+                               c10::ScalarType dtype);
 
 /// Loads --model (TorchScript or an AOTInductor package, told apart by the
 /// file's contents) for x [R, B, H] on `device`. `dtype` is the run's dtype
 /// from --dtype / the input; a package keeps the dtype it was compiled for.
 /// Throws AppError saying what is wrong with the file and what to do.
-ModelPaths load_model(const InferOptions& options, const c10::Device& device,
-                      c10::ScalarType dtype, int64_t R, int64_t H);
+ModelForwards load_model(const InferOptions& options, const c10::Device& device,
+                         c10::ScalarType dtype, int64_t R, int64_t H);
 
 }  // namespace fgl::app

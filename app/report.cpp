@@ -17,11 +17,11 @@ std::string format(const char* fmt, double value) {
   return buf;
 }
 
-bool has_p99(const PathTiming& t) {
+bool has_p99(const ForwardTiming& t) {
   return t.latency.samples >= timing::kMinSamplesForP99;
 }
 
-nlohmann::ordered_json timing_json(const PathTiming& t) {
+nlohmann::ordered_json timing_json(const ForwardTiming& t) {
   const auto& l = t.latency;
   return {{"samples", l.samples},
           {"p10_us", l.p10_us},
@@ -136,12 +136,12 @@ void print_text(const InferReport& r, std::ostream& os) {
     std::snprintf(line, sizeof(line), "  %-10s %10s %10s %10s %10s %12s\n",
                   "path", "p10_us", "p50_us", "p90_us", "p99_us", "rows/s");
     os << line;
-    std::vector<std::pair<const char*, PathTiming>> paths = {
+    std::vector<std::pair<const char*, ForwardTiming>> forwards = {
         {r.model.empty() ? "fused" : "model", *r.fused}};
     if (r.reference) {
-      paths.emplace_back("reference", *r.reference);
+      forwards.emplace_back("reference", *r.reference);
     }
-    for (const auto& [name, t] : paths) {
+    for (const auto& [name, t] : forwards) {
       const auto& l = t.latency;
       std::snprintf(
           line, sizeof(line), "  %-10s %10.1f %10.1f %10.1f %10s %12.4g\n",
@@ -153,7 +153,7 @@ void print_text(const InferReport& r, std::ostream& os) {
       os << "  (p99 from " << timing::kMinSamplesForP99
          << " timed calls on: --iters " << timing::kMinSamplesForP99 << ")\n";
     }
-    for (const auto& [name, t] : paths) {
+    for (const auto& [name, t] : forwards) {
       if (timing::spread(t.latency) > timing::kWideSpread) {
         os << "warning: the " << name << " timings spread widely (p10 "
            << format("%.1f", t.latency.p10_us) << " to p90 "

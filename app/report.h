@@ -23,7 +23,7 @@ struct BatchResult {
 };
 
 /// Latency of one pass over every batch (fgl::timing::time_calls).
-struct PathTiming {
+struct ForwardTiming {
   timing::LatencyStats latency;
   double rows_per_s = 0;  // at p50
 };
@@ -45,7 +45,7 @@ struct InferReport {
   std::vector<BatchResult> batches;
   int warmup = 0;
   int threads = 0;  // CPU threads of the op (benchmark mode on the CPU)
-  std::optional<PathTiming> fused, reference;  // benchmark mode only
+  std::optional<ForwardTiming> fused, reference;  // benchmark mode only
   int exit_code = 0;
 };
 

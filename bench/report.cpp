@@ -6,7 +6,8 @@
 namespace fgl::bench {
 namespace {
 
-constexpr size_t kFused = 0, kCat = 1, kPermute = 2;  // indices in kPaths
+constexpr size_t kFused = 0, kCat = 1,
+                 kPermute = 2;  // indices in kComputations
 
 // Units per microsecond: bytes/us * 1e-6 = TB/s, flops/us * 1e-6 = TFLOP/s.
 double per_us_to_tera(double amount, double us) {
@@ -73,8 +74,8 @@ nlohmann::json case_record(const CaseResult& r, const RunInfo& info) {
     j["flops_floor_us"] = nullptr;
     j["floor_us"] = nullptr;
   }
-  for (size_t p = 0; p < kPaths.size(); ++p) {
-    const std::string name = path_name(kPaths[p]);
+  for (size_t p = 0; p < kComputations.size(); ++p) {
+    const std::string name = computation_name(kComputations[p]);
     const timing::LatencyStats& s = r.latency[p];
     j[name + "_us"] = s.p50_us;
     j[name + "_p10_us"] = s.p10_us;

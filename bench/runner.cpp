@@ -35,10 +35,11 @@ CaseResult run_case(const Case& c, const c10::Device& device,
 
   if (device.is_cpu()) {
     const Inputs in = random_inputs(c, device);
-    for (size_t p = 0; p < kPaths.size(); ++p) {
-      const Path path = kPaths[p];
-      result.latency[p] = timing::time_calls(
-          [&] { run_path(path, in); }, device, config.warmup, config.replays);
+    for (size_t p = 0; p < kComputations.size(); ++p) {
+      const Computation computation = kComputations[p];
+      result.latency[p] =
+          timing::time_calls([&] { run_computation(computation, in); }, device,
+                             config.warmup, config.replays);
     }
   } else {
 #ifdef FGL_BENCH_CUDA
@@ -54,11 +55,13 @@ CaseResult run_case(const Case& c, const c10::Device& device,
         (calls + result.copies - 1) / result.copies * result.copies;
     const GraphTimingConfig graph_config{result.calls_per_graph, config.warmup,
                                          config.replays};
-    for (size_t p = 0; p < kPaths.size(); ++p) {
-      const Path path = kPaths[p];
+    for (size_t p = 0; p < kComputations.size(); ++p) {
+      const Computation computation = kComputations[p];
       result.latency[p] = time_graph_replays(
-          [&](int64_t i) { run_path(path, sets[i % result.copies]); }, device,
-          graph_config);
+          [&](int64_t i) {
+            run_computation(computation, sets[i % result.copies]);
+          },
+          device, graph_config);
     }
 #else
     TORCH_CHECK(false, "fgl_bench was built without CUDA; cannot time on ",

@@ -1,4 +1,4 @@
-// Measures one case: latency of every path (CUDA-graph replays on a GPU,
+// Measures one case: latency of every computation (CUDA-graph replays on a GPU,
 // steady-clock calls on the CPU) and accuracy against a float64 reference.
 #pragma once
 
@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "cases.h"
+#include "computations.h"
 #include "latency.h"
-#include "paths.h"
 
 namespace fgl::bench {
 
@@ -27,14 +27,15 @@ struct RunConfig {
 struct CaseResult {
   Case c;
   Floor floor;
-  std::array<timing::LatencyStats, kPaths.size()> latency;  // kPaths order
-  std::array<double, kPaths.size()> rel_error{};            // kPaths order
+  std::array<timing::LatencyStats, kComputations.size()>
+      latency;                                           // kComputations order
+  std::array<double, kComputations.size()> rel_error{};  // kComputations order
   int64_t copies = 1;           // operand sets rotated through
   int64_t calls_per_graph = 0;  // 0 on the CPU
 };
 
-/// Times and checks every path of `c` on `device` (CPU or an indexed CUDA
-/// device). Throws c10::Error when a path fails.
+/// Times and checks every computation of `c` on `device` (CPU or an indexed CUDA
+/// device). Throws c10::Error when one fails.
 CaseResult run_case(const Case& c, const c10::Device& device,
                     const RunConfig& config);
 

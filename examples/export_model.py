@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Makes the model files fgl_infer loads: a TorchScript file (--torchscript)
-and/or an AOTInductor package (--aoti) of GatherProj, whose forward calls
+and/or an AOTInductor package (--aoti) of GatherLinear, whose forward calls
 torch.ops.fgl.gather_linear, plus optionally one input with its eager output
 (--example).
 

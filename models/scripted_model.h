@@ -27,11 +27,11 @@ class ScriptedModel {
   at::Tensor forward(const at::Tensor& x);
 
   /// `proj.weight` and `proj.bias` from the named parameters (the
-  /// GatherProj layout), as they are now (device, dtype); nullopt without
+  /// GatherLinear layout), as they are now (device, dtype); nullopt without
   /// a proj.weight.
   std::optional<LinearWeights> weights() const;
 
-  /// An int attribute of the module (R, H, K of GatherProj), if it has one.
+  /// An int attribute of the module (R, H, K of GatherLinear), if it has one.
   std::optional<int64_t> int_attribute(const std::string& name) const;
 
  private:

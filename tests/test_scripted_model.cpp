@@ -1,5 +1,5 @@
 // models::ScriptedModel on TorchScript files built and saved here from C++:
-// a GatherProj-like module (proj.weight / proj.bias, R and H attributes, a
+// a GatherLinear-like module (proj.weight / proj.bias, R and H attributes, a
 // cat + linear forward) runs and exposes its weights; a forward of two
 // arguments, a module without proj and a file that is not TorchScript are
 // told apart.
@@ -38,7 +38,7 @@ torch::jit::Module gather_proj(bool with_proj) {
   torch::jit::Module proj("__torch__.Proj");
   proj.register_parameter("weight", at::randn({K, R * H}), false);
   proj.register_parameter("bias", at::randn({K}), false);
-  torch::jit::Module m("__torch__.GatherProj");
+  torch::jit::Module m("__torch__.GatherLinear");
   m.register_attribute("R", c10::IntType::get(), R);
   m.register_attribute("H", c10::IntType::get(), H);
   m.register_module(with_proj ? "proj" : "other", proj);

@@ -1,4 +1,4 @@
-"""Serialised forms of GatherProj for programs without Python (fgl_infer):
+"""Serialised forms of GatherLinear for programs without Python (fgl_infer):
 a TorchScript file (torch.jit.load / torch::jit::load) and an AOTInductor
 package (.pt2, aoti_load_package / torch::inductor::AOTIModelPackageLoader).
 Both call torch.ops.fgl.gather_linear, so the loading process must have the
@@ -6,13 +6,13 @@ op library loaded (C++ programs link libfgl_ops.so)."""
 import torch
 from torch.export import Dim
 
-from .models import GatherProj
+from .models import GatherLinear
 
 
 def make_model(R, H, K, bias=True, device="cpu", seed=0):
-    """A GatherProj with weights drawn from `seed`, in eval mode."""
+    """A GatherLinear with weights drawn from `seed`, in eval mode."""
     torch.manual_seed(seed)
-    return GatherProj(R, H, K, bias=bias).to(device).eval()
+    return GatherLinear(R, H, K, bias=bias).to(device).eval()
 
 
 def example_input(model, B, device="cpu"):

@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 
-class GatherProj(nn.Module):
+class GatherLinear(nn.Module):
     """x (R, B, H) -> (B, K) = proj(cat(x.unbind(0), -1)), computed by
     fgl::gather_linear without the cat. `proj` holds weight (K, R*H) and bias
     so that checkpoints of an nn.Linear projection load unchanged."""

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch._dynamo.testing import CompileCounterWithBackend
 
-from fgl.models import GatherProj
+from fgl.models import GatherLinear
 
 R, H, K = 3, 8, 10
 
@@ -24,7 +24,7 @@ def batch_input(B, device, requires_grad=False):
 
 
 def test_inference_dynamic_batch_compiles_once(device):
-    model = GatherProj(R, H, K).to(device)
+    model = GatherLinear(R, H, K).to(device)
     counter = CompileCounterWithBackend("inductor")
     compiled = torch.compile(model, fullgraph=True, backend=counter)
     with torch.no_grad():
@@ -38,7 +38,7 @@ def test_inference_dynamic_batch_compiles_once(device):
 
 
 def test_training_step_matches_eager(device):
-    model = GatherProj(R, H, K, bias=False).to(device)
+    model = GatherLinear(R, H, K, bias=False).to(device)
     counter = CompileCounterWithBackend("inductor")
     compiled = torch.compile(model, fullgraph=True, backend=counter)
     for B in (4, 7):

@@ -1,5 +1,5 @@
 """fgl_infer --model end to end: a TorchScript file and an AOTInductor package
-of GatherProj (made at test time by python/fgl/export.py) run on saved inputs,
+of GatherLinear (made at test time by python/fgl/export.py) run on saved inputs,
 checked against the reference from the model's own weights; outputs are read
 back with torch.load and compared with a float64 reference computed here.
 Error cases: a model calling an operator fgl_infer lacks, a forward with two

@@ -1,4 +1,4 @@
-#include "paths.h"
+#include "computations.h"
 
 #include <ATen/ATen.h>
 
@@ -8,13 +8,13 @@
 
 namespace fgl::bench {
 
-const char* path_name(Path path) {
-  switch (path) {
-    case Path::kFused:
+const char* computation_name(Computation c) {
+  switch (c) {
+    case Computation::kFused:
       return "fgl";
-    case Path::kCatLinear:
+    case Computation::kCatLinear:
       return "cat_linear";
-    case Path::kPermuteLinear:
+    case Computation::kPermuteLinear:
       return "permute_linear";
   }
   return "?";
@@ -34,24 +34,24 @@ Inputs random_inputs(const Case& c, const c10::Device& device) {
   return in;
 }
 
-at::Tensor run_path(Path path, const Inputs& in) {
-  switch (path) {
-    case Path::kFused:
+at::Tensor run_computation(Computation c, const Inputs& in) {
+  switch (c) {
+    case Computation::kFused:
       return fgl::gather_linear(in.x, in.weight, in.bias);
-    case Path::kCatLinear:
+    case Computation::kCatLinear:
       return at::linear(at::cat(in.x.unbind(0), -1), in.weight, in.bias);
-    case Path::kPermuteLinear: {
+    case Computation::kPermuteLinear: {
       const int64_t B = in.x.size(1);
       const int64_t RH = in.x.size(0) * in.x.size(2);
       return at::linear(in.x.permute({1, 0, 2}).reshape({B, RH}), in.weight,
                         in.bias);
     }
   }
-  TORCH_INTERNAL_ASSERT(false, "unknown benchmark path");
+  TORCH_INTERNAL_ASSERT(false, "unknown benchmark computation");
 }
 
-std::array<double, kPaths.size()> relative_errors(const Case& c,
-                                                  const c10::Device& device) {
+std::array<double, kComputations.size()> relative_errors(
+    const Case& c, const c10::Device& device) {
   const Inputs in = random_inputs(c, device);
   const auto to_ref = [](const at::Tensor& t) {
     return t.to(at::kCPU).to(at::kDouble);
@@ -59,9 +59,9 @@ std::array<double, kPaths.size()> relative_errors(const Case& c,
   const at::Tensor ref = at::linear(at::cat(to_ref(in.x).unbind(0), -1),
                                     to_ref(in.weight), to_ref(in.bias));
   const double ref_norm = ref.norm().item<double>();
-  std::array<double, kPaths.size()> errors{};
-  for (size_t i = 0; i < kPaths.size(); ++i) {
-    const at::Tensor out = to_ref(run_path(kPaths[i], in));
+  std::array<double, kComputations.size()> errors{};
+  for (size_t i = 0; i < kComputations.size(); ++i) {
+    const at::Tensor out = to_ref(run_computation(kComputations[i], in));
     errors[i] = (out - ref).norm().item<double>() / ref_norm;
   }
   return errors;

@@ -12,16 +12,16 @@
 
 namespace fgl::bench {
 
-enum class Path {
+enum class Computation {
   kFused,          // fgl::gather_linear
   kCatLinear,      // at::linear(at::cat(x.unbind(0), -1), w, b): reference
   kPermuteLinear,  // at::linear(x.permute({1, 0, 2}).reshape({B, R*H}), w, b)
 };
-inline constexpr std::array<Path, 3> kPaths = {Path::kFused, Path::kCatLinear,
-                                               Path::kPermuteLinear};
+inline constexpr std::array<Computation, 3> kComputations = {
+    Computation::kFused, Computation::kCatLinear, Computation::kPermuteLinear};
 
 /// Short name: "fgl", "cat_linear", "permute_linear" (used as JSON keys).
-const char* path_name(Path path);
+const char* computation_name(Computation c);
 
 /// One set of operands for a case.
 struct Inputs {
@@ -37,13 +37,13 @@ struct Inputs {
 /// float32 on `device` from the global generator and rounded to c.dtype.
 Inputs random_inputs(const Case& c, const c10::Device& device);
 
-/// Runs `path` on `in`; returns [B, K].
-at::Tensor run_path(Path path, const Inputs& in);
+/// Runs `c` on `in`; returns [B, K].
+at::Tensor run_computation(Computation c, const Inputs& in);
 
-/// ||out - ref|| / ||ref|| of each path (in kPaths order) on one set of fresh
-/// random inputs made on `device`; ref is computed in float64 on the CPU from
-/// the same (dtype-rounded) inputs.
-std::array<double, kPaths.size()> relative_errors(const Case& c,
-                                                  const c10::Device& device);
+/// ||out - ref|| / ||ref|| of each computation (kComputations order) on one set
+/// of fresh random inputs made on `device`; ref is computed in float64 on the
+/// CPU from the same (dtype-rounded) inputs.
+std::array<double, kComputations.size()> relative_errors(
+    const Case& c, const c10::Device& device);
 
 }  // namespace fgl::bench
