@@ -14,8 +14,8 @@
 #include "latency.h"
 #include "log.h"
 #include "model_runner.h"
-#include "models/paths.h"
 #include "models/gather_linear_module.h"
+#include "models/paths.h"
 #include "models/tensor_file.h"
 #include "models/weights.h"
 #include "progress.h"
@@ -341,9 +341,10 @@ std::vector<at::Tensor> run_batches(const ModelForwards& model,
 void benchmark(const ModelForwards& model, const Chunks& chunks,
                const c10::Device& device, int warmup, int iters,
                InferReport& report) {
-  log::info("timing " + std::to_string(iters) + " passes of each forward after " +
-            std::to_string(warmup) + " warm-up passes");
-  auto time_path = [&](bool fused) {
+  log::info("timing " + std::to_string(iters) +
+            " passes of each forward after " + std::to_string(warmup) +
+            " warm-up passes");
+  auto time_forward = [&](bool fused) {
     Progress progress(fused ? "timing fused" : "timing reference",
                       warmup + iters);
     const auto stats = timing::time_calls(
@@ -360,9 +361,9 @@ void benchmark(const ModelForwards& model, const Chunks& chunks,
   };
   report.warmup = warmup;
   report.threads = device.is_cpu() ? at::get_num_threads() : 0;
-  report.fused = time_path(true);
+  report.fused = time_forward(true);
   if (model.reference) {
-    report.reference = time_path(false);
+    report.reference = time_forward(false);
   }
 }
 

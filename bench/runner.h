@@ -34,8 +34,8 @@ struct CaseResult {
   int64_t calls_per_graph = 0;  // 0 on the CPU
 };
 
-/// Times and checks every computation of `c` on `device` (CPU or an indexed CUDA
-/// device). Throws c10::Error when one fails.
+/// Times and checks every computation of `c` on `device` (CPU or an indexed
+/// CUDA device). Throws c10::Error when one fails.
 CaseResult run_case(const Case& c, const c10::Device& device,
                     const RunConfig& config);
 
