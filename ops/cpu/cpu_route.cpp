@@ -1,6 +1,6 @@
 #include "cpu_route.h"
 
-#include <atomic>
+#include "forced_route.h"
 
 namespace fgl::cpu {
 namespace {
@@ -17,7 +17,7 @@ constexpr int64_t kSlicesMinRows = 128;
 constexpr int64_t kSlicesMinRowsWideK = 16;
 constexpr int64_t kSlicesWideK = 512;
 
-std::atomic<int> g_forced_route{-1};
+detail::ForcedRoute<Route> g_forced_route;
 
 bool is_half(Dtype d) { return d == Dtype::kFloat16 || d == Dtype::kBFloat16; }
 
@@ -88,14 +88,8 @@ Route choose_route(const Problem& p) {
   return p.x_gathered_view ? Route::kGemmView : Route::kGemmCat;
 }
 
-void force_route(std::optional<Route> route) {
-  g_forced_route.store(route ? static_cast<int>(*route) : -1);
-}
+void force_route(std::optional<Route> route) { g_forced_route.set(route); }
 
-std::optional<Route> forced_route() {
-  const int v = g_forced_route.load();
-  if (v < 0) return std::nullopt;
-  return static_cast<Route>(v);
-}
+std::optional<Route> forced_route() { return g_forced_route.get(); }
 
 }  // namespace fgl::cpu

@@ -1,8 +1,8 @@
 #include "kernel_choice.h"
 
 #include <algorithm>
-#include <atomic>
 
+#include "forced_route.h"
 #include "stream_layout.h"
 #include "warp_dot_layout.h"
 
@@ -73,7 +73,7 @@ bool warp_dot_wins(const Problem& p) {
   }
 }
 
-std::atomic<int> g_forced_route{-1};
+detail::ForcedRoute<Route> g_forced_route;
 
 }  // namespace
 
@@ -216,14 +216,8 @@ RouteChoice choose(const Problem& p) {
 
 Route choose_route(const Problem& p) { return choose(p).route; }
 
-void force_route(std::optional<Route> route) {
-  g_forced_route.store(route ? static_cast<int>(*route) : -1);
-}
+void force_route(std::optional<Route> route) { g_forced_route.set(route); }
 
-std::optional<Route> forced_route() {
-  const int v = g_forced_route.load();
-  if (v < 0) return std::nullopt;
-  return static_cast<Route>(v);
-}
+std::optional<Route> forced_route() { return g_forced_route.get(); }
 
 }  // namespace fgl::cuda
