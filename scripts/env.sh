@@ -4,6 +4,7 @@
 # version, so clean clones and CI runs on one machine share one install.
 FGL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FGL_TORCH_VERSION="2.11.0"
+FGL_CUTLASS_VERSION="4.2.0.0"
 FGL_HOME="${FGL_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/fgl}"
 FGL_VENV="${FGL_VENV:-$FGL_HOME/venv-torch-$FGL_TORCH_VERSION}"
 FGL_PYTHON="${FGL_PYTHON:-$FGL_VENV/bin/python}"
@@ -11,4 +12,4 @@ FGL_BUILD_DIR="${FGL_BUILD_DIR:-$FGL_ROOT/build}"
 if [ -d /usr/local/cuda/bin ]; then
   PATH="$PATH:/usr/local/cuda/bin"
 fi
-export FGL_ROOT FGL_TORCH_VERSION FGL_HOME FGL_VENV FGL_PYTHON FGL_BUILD_DIR PATH
+export FGL_ROOT FGL_TORCH_VERSION FGL_CUTLASS_VERSION FGL_HOME FGL_VENV FGL_PYTHON FGL_BUILD_DIR PATH

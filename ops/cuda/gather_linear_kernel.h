@@ -36,6 +36,13 @@ template <typename T>
 cudaError_t launch_tiled(const GatherLinearParams<T>& params,
                          cudaStream_t stream);
 
+/// Enqueues the Hopper tensor-core kernel (wgmma_kernel.cuh; sm_90a, built
+/// where CUTLASS is found) on `stream`; T is __half or __nv_bfloat16 and the
+/// problem passes plan_wgmma().
+template <typename T>
+cudaError_t launch_wgmma(const GatherLinearParams<T>& params,
+                         cudaStream_t stream);
+
 /// The largest K one tiled launch covers (its grid's y dimension is K tiles).
 int64_t max_tiled_k();
 

@@ -37,6 +37,9 @@ constexpr int64_t kWarpDotMaxReadHalf = int64_t{2} << 20;
 constexpr int64_t kWarpDotMaxWarpsHalf = 2048;
 constexpr int64_t kWarpDotMaxReadFloat = int64_t{4} << 20;
 constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
+// The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh).
+constexpr int64_t kWgmmaTileRows = 128;
+constexpr int64_t kWgmmaTileCols = 256;
 // A cluster's reduction costs about as much as streaming this many stages.
 constexpr int64_t kClusterCostStages = 4;
 
@@ -83,6 +86,8 @@ const char* route_name(Route route) {
       return "warp-dot";
     case Route::kStream:
       return "stream";
+    case Route::kWgmma:
+      return "wgmma";
     case Route::kTiled:
       return "tiled";
     case Route::kCublasView:
@@ -185,6 +190,16 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
   return best;
 }
 
+bool can_run_wgmma(const Problem& p) {
+  const int64_t C = p.R * p.H;
+  const int64_t tiles =
+      ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, kWgmmaTileCols);
+  return p.wgmma_built && p.arch == kMeasuredArch && p.element_size == 2 &&
+         p.x_tma_ok && p.weight_tma_ok && p.B > 0 && p.K > 0 && C > 0 &&
+         p.B <= INT32_MAX && p.K <= INT32_MAX && C <= INT32_MAX &&
+         tiles <= INT32_MAX;
+}
+
 RouteChoice choose(const Problem& p) {
   const Route fallback =
       p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
@@ -193,6 +208,8 @@ RouteChoice choose(const Problem& p) {
       if (auto plan = plan_stream(p)) return {Route::kStream, {}, plan};
     } else if (*forced == Route::kWarpDot) {
       if (auto plan = plan_warp_dot(p)) return {Route::kWarpDot, plan, {}};
+    } else if (*forced == Route::kWgmma) {
+      if (can_run_wgmma(p)) return {Route::kWgmma, {}, {}};
     } else if (*forced != Route::kCublasView || p.x_gathered_view) {
       return {*forced, {}, {}};
     }
@@ -211,6 +228,8 @@ RouteChoice choose(const Problem& p) {
   if (stream) {
     if (auto plan = plan_stream(p)) return {Route::kStream, {}, plan};
   }
+  // The Hopper tensor-core kernel is not routed to yet: it lost to
+  // cat + cuBLAS on every measured problem (bench/NOTES.md, "v13").
   return {fallback, {}, {}};
 }
 

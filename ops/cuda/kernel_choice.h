@@ -23,22 +23,28 @@ struct Problem {
   // x's rows load as 16-byte vectors: contiguous along h, H and the other
   // strides multiples of 16 bytes, base aligned.
   bool x_vectors = false;
+  // The copy engine can read x as (B, H, R) tiles: x_vectors, and the
+  // strides along B and R not 0.
+  bool x_tma_ok = false;
   // x's strides already hold the concatenation (gathered_view.h).
   bool x_gathered_view = false;
+  // This build has the Hopper tensor-core kernel (CUTLASS was found).
+  bool wgmma_built = false;
 };
 
 enum class Route {
   kWarpDot,     // warp_dot_kernel.cuh: small problems, one warp a column
   kStream,      // stream_kernel.cuh: the weight streamed once, few rows
+  kWgmma,       // sm90/wgmma_kernel.cuh: many rows, Hopper tensor cores
   kTiled,       // tiled_kernel.cuh: any problem, CUDA cores
   kCublasView,  // one cuBLAS GEMM over x's gathered view
   kCublasCat,   // cat + one cuBLAS GEMM: the reference's own route
 };
 
 /// Every route, in the order above.
-inline constexpr Route kRoutes[] = {Route::kWarpDot, Route::kStream,
-                                    Route::kTiled, Route::kCublasView,
-                                    Route::kCublasCat};
+inline constexpr Route kRoutes[] = {Route::kWarpDot,    Route::kStream,
+                                    Route::kWgmma,      Route::kTiled,
+                                    Route::kCublasView, Route::kCublasCat};
 
 const char* route_name(Route route);
 
@@ -72,6 +78,11 @@ struct WarpDotPlan {
 /// x and the weight do not load as 16-byte vectors, R*H reaches 2^30, or B
 /// exceeds its grid.
 std::optional<WarpDotPlan> plan_warp_dot(const Problem& p);
+
+/// Whether the Hopper tensor-core kernel can take `p`: built, sm_90,
+/// float16 or bfloat16, x and the weight readable by the copy engine, and
+/// every size below 2^31.
+bool can_run_wgmma(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot or kStream.
 struct RouteChoice {

@@ -1,0 +1,246 @@
+// The Hopper tensor-core kernel of fgl::gather_linear (sm_90a), for problems
+// with many rows. Torch-free.
+//
+// The concatenation's K-index r*H + h never needs building: seen as a
+// batched GEMM, x is A = (B, H, R) with strides (x_stride_b, 1, x_stride_r)
+// and the weight is W = (K, H, R) with strides (weight_stride_k, 1, H), and
+// out = sum over r of A[:, :, r] @ W[:, :, r]^T. The copy engine (TMA) reads
+// (128 x 64) tiles of x[r] and (256 x 64) tiles of W[:, r*H : (r+1)*H] where
+// they lie, zero-filling past B, K and H, so an H that is not a multiple of
+// the 64-wide K-tile costs zeros multiplied, not a second path. The
+// contraction walks the (h-tile, r) pairs in order.
+//
+// One block computes a 128 x 256 tile of out: a producer warp group issues
+// the copies into a ring of kStages stages (an mbarrier pipeline), two
+// consumer warp groups multiply with wgmma (64 x 256 each, float32
+// accumulators) and add the bias in float32 before the one rounding to T.
+#pragma once
+
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/numeric_types.h>
+
+#include <cute/tensor.hpp>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include "gather_linear_params.h"
+#include "numeric.cuh"
+
+namespace fgl::cuda::wgmma {
+
+using namespace cute;
+
+// CuTe's name for each storage type (same bits).
+template <typename T>
+struct CuteType;
+template <>
+struct CuteType<__half> {
+  using type = cutlass::half_t;
+};
+template <>
+struct CuteType<__nv_bfloat16> {
+  using type = cutlass::bfloat16_t;
+};
+
+inline constexpr int kBM = 128;  // rows of B per block
+inline constexpr int kBN = 256;  // output columns per block
+inline constexpr int kBK = 64;   // contraction per stage: 128 bytes of half
+inline constexpr int kStages = 4;
+inline constexpr int kConsumerThreads = 256;  // two warp groups
+inline constexpr int kThreads = 128 + kConsumerThreads;
+
+template <typename T>
+struct Config {
+  using Element = typename CuteType<T>::type;
+  using TileA = Shape<Int<kBM>, Int<kBK>>;
+  using TileB = Shape<Int<kBN>, Int<kBK>>;
+  // 128-byte swizzled rows: what both TMA writes and wgmma reads without
+  // bank conflicts.
+  using SmemLayoutA = decltype(tile_to_shape(
+      GMMA::Layout_K_SW128_Atom<Element>{},
+      make_shape(Int<kBM>{}, Int<kBK>{}, Int<kStages>{})));
+  using SmemLayoutB = decltype(tile_to_shape(
+      GMMA::Layout_K_SW128_Atom<Element>{},
+      make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{})));
+  // Each consumer warp group owns 64 of the block's 128 rows.
+  using TiledMma = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, float,
+                           Shape<Int<64>, Int<kBN>, Int<kBK>>, GMMA::Major::K,
+                           GMMA::Major::K>(),
+      Layout<Shape<_2, _1, _1>>{}));
+  using Pipeline = cutlass::PipelineTmaAsync<kStages>;
+  static constexpr uint32_t kStageBytes = (kBM + kBN) * kBK * sizeof(Element);
+};
+
+template <typename Cfg>
+struct SharedStorage {
+  alignas(1024)
+      ArrayEngine<typename Cfg::Element, cosize_v<typename Cfg::SmemLayoutA>> a;
+  alignas(1024)
+      ArrayEngine<typename Cfg::Element, cosize_v<typename Cfg::SmemLayoutB>> b;
+  typename Cfg::Pipeline::SharedStorage pipeline;
+};
+
+// The tensors the copy engine is described over (host and device agree).
+template <typename T>
+CUTE_HOST_DEVICE auto x_tensor(const GatherLinearParams<T>& p) {
+  using E = typename Config<T>::Element;
+  return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.x)),
+                     make_shape(static_cast<int>(p.B), static_cast<int>(p.H),
+                                static_cast<int>(p.R)),
+                     make_stride(p.x_stride_b, Int<1>{}, p.x_stride_r));
+}
+
+template <typename T>
+CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
+  using E = typename Config<T>::Element;
+  return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.weight)),
+                     make_shape(static_cast<int>(p.K), static_cast<int>(p.H),
+                                static_cast<int>(p.R)),
+                     make_stride(p.weight_stride_k, Int<1>{}, p.H));
+}
+
+// Adds the bias, rounds once and stores the block's accumulators; pairs of
+// adjacent columns go out as one 4-byte store where out allows it.
+template <typename T, typename Accum, typename Coords>
+__device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
+                                           const Accum& accum,
+                                           const Coords& coords) {
+  const bool pairs = p.out_stride_k == 1 && p.out_stride_b % 2 == 0 &&
+                     reinterpret_cast<uintptr_t>(p.out) % 4 == 0;
+  CUTE_UNROLL
+  for (int i = 0; i < size(accum); i += 2) {
+    const int m = get<0>(coords(i));
+    const int n = get<1>(coords(i));
+    if (m >= p.B) continue;
+    float v0 = accum(i), v1 = accum(i + 1);
+    if (p.bias != nullptr) {
+      v0 += to_acc(p.bias[n * p.bias_stride]);
+      if (n + 1 < p.K) v1 += to_acc(p.bias[(n + 1) * p.bias_stride]);
+    }
+    T* row = p.out + m * p.out_stride_b;
+    if (pairs && n + 1 < p.K) {
+      using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2,
+                                      __nv_bfloat162>;
+      Pair pair;
+      pair.x = from_acc<T>(v0);
+      pair.y = from_acc<T>(v1);
+      *reinterpret_cast<Pair*>(row + n) = pair;
+    } else {
+      if (n < p.K) row[n * p.out_stride_k] = from_acc<T>(v0);
+      if (n + 1 < p.K) row[(n + 1) * p.out_stride_k] = from_acc<T>(v1);
+    }
+  }
+}
+
+/// Grid: one block per 128 x 256 tile of out, columns fastest (the blocks
+/// in flight share their x rows in L2). kThreads threads; dynamic shared
+/// memory sizeof(SharedStorage<Config<T>>).
+template <typename T, typename TmaA, typename TmaB>
+__global__ void __launch_bounds__(kThreads, 1)
+    gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
+                               const __grid_constant__ TmaB tma_b,
+                               const GatherLinearParams<T> p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Cfg = Config<T>;
+  using Pipeline = typename Cfg::Pipeline;
+  extern __shared__ char smem_raw[];
+  auto& smem = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw);
+
+  const int n_tiles = (static_cast<int>(p.K) + kBN - 1) / kBN;
+  const int n_block = static_cast<int>(blockIdx.x % n_tiles);
+  const int m_block = static_cast<int>(blockIdx.x / n_tiles);
+  const int warp_group = threadIdx.x / 128;
+
+  typename Pipeline::Params params;
+  params.transaction_bytes = Cfg::kStageBytes;
+  params.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer
+                                : Pipeline::ThreadCategory::Consumer;
+  params.is_leader = threadIdx.x == 0;
+  params.num_consumers = kConsumerThreads;
+  Pipeline pipeline(smem.pipeline, params, Shape<_1, _1, _1>{});
+  cutlass::arch::fence_barrier_init();
+  __syncthreads();
+
+  Tensor sA = make_tensor(make_smem_ptr(smem.a.begin()),
+                          typename Cfg::SmemLayoutA{});  // (BM, BK, stage)
+  Tensor sB = make_tensor(make_smem_ptr(smem.b.begin()),
+                          typename Cfg::SmemLayoutB{});  // (BN, BK, stage)
+  const int k_tiles = (static_cast<int>(p.H) + kBK - 1) / kBK;
+  const int steps = k_tiles * static_cast<int>(p.R);
+
+  if (warp_group == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<40>();
+    if (threadIdx.x != 0) return;
+    Tensor mA = tma_a.get_tma_tensor(shape(x_tensor(p)));
+    Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor(p)));
+    // (BM, BK, h-tile, r) and (BN, BK, h-tile, r) of this block.
+    Tensor gA =
+        local_tile(mA, typename Cfg::TileA{}, make_coord(m_block, _, _));
+    Tensor gB =
+        local_tile(mB, typename Cfg::TileB{}, make_coord(n_block, _, _));
+    auto [tAgA, tAsA] =
+        tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
+                      group_modes<0, 2>(gA));
+    auto [tBgB, tBsB] =
+        tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
+                      group_modes<0, 2>(gB));
+    auto state = cutlass::make_producer_start_state<Pipeline>();
+    int h_tile = 0, r = 0;
+    for (int step = 0; step < steps; ++step) {
+      pipeline.producer_acquire(state);
+      auto* full = pipeline.producer_get_barrier(state);
+      copy(tma_a.with(*full), tAgA(_, h_tile, r), tAsA(_, state.index()));
+      copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, state.index()));
+      ++state;
+      if (++h_tile == k_tiles) {
+        h_tile = 0;
+        ++r;
+      }
+    }
+    pipeline.producer_tail(state);
+    return;
+  }
+
+  cutlass::arch::warpgroup_reg_alloc<232>();
+  typename Cfg::TiledMma mma;
+  const int consumer = threadIdx.x - 128;
+  auto thr = mma.get_thread_slice(consumer);
+  Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));
+  Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
+  Tensor accum =
+      partition_fragment_C(mma, Shape<Int<kBM>, Int<kBN>>{});  // float32
+  clear(accum);
+
+  cutlass::PipelineState<kStages> read;
+  cutlass::PipelineState<kStages> release;
+  for (int step = 0; step < steps; ++step) {
+    pipeline.consumer_wait(read);
+    warpgroup_fence_operand(accum);
+    warpgroup_arrive();
+    gemm(mma, tCrA(_, _, _, read.index()), tCrB(_, _, _, read.index()), accum);
+    warpgroup_commit_batch();
+    // The previous stage's multiplies are done once at most this one is
+    // in flight: its slot goes back to the producer.
+    warpgroup_wait<1>();
+    warpgroup_fence_operand(accum);
+    if (step > 0) {
+      pipeline.consumer_release(release);
+      ++release;
+    }
+    ++read;
+  }
+  warpgroup_wait<0>();
+  warpgroup_fence_operand(accum);
+  // The last stage goes back too: the producer's tail waits for every slot.
+  pipeline.consumer_release(release);
+
+  Tensor coords =
+      local_tile(make_identity_tensor(
+                     make_shape(static_cast<int>(p.B), static_cast<int>(p.K))),
+                 Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block));
+  store_tile(p, accum, thr.partition_C(coords));
+#endif
+}
+
+}  // namespace fgl::cuda::wgmma

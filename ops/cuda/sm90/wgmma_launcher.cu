@@ -1,0 +1,40 @@
+// The launcher of the Hopper tensor-core kernel (wgmma_kernel.cuh). Built for
+// sm_90a alone, where CUTLASS's headers are found.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "gather_linear_kernel.h"
+#include "wgmma_kernel.cuh"
+
+namespace fgl::cuda {
+
+template <typename T>
+cudaError_t launch_wgmma(const GatherLinearParams<T>& p, cudaStream_t stream) {
+  using namespace wgmma;
+  using Cfg = Config<T>;
+  const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor(p),
+                                   typename Cfg::SmemLayoutA{}(_, _, 0),
+                                   typename Cfg::TileA{});
+  const auto tma_b = make_tma_atom(SM90_TMA_LOAD{}, weight_tensor(p),
+                                   typename Cfg::SmemLayoutB{}(_, _, 0),
+                                   typename Cfg::TileB{});
+  const auto kernel =
+      gather_linear_wgmma_kernel<T, decltype(tma_a), decltype(tma_b)>;
+  constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
+  if (const auto err = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+      err != cudaSuccess) {
+    return err;
+  }
+  const int64_t tiles = (p.B + kBM - 1) / kBM * ((p.K + kBN - 1) / kBN);
+  kernel<<<static_cast<unsigned>(tiles), kThreads, smem_bytes, stream>>>(
+      tma_a, tma_b, p);
+  return cudaGetLastError();
+}
+
+template cudaError_t launch_wgmma<__half>(const GatherLinearParams<__half>&,
+                                          cudaStream_t);
+template cudaError_t launch_wgmma<__nv_bfloat16>(
+    const GatherLinearParams<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace fgl::cuda
