@@ -133,9 +133,10 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
   }
 }
 
-/// Grid: one block per 128 x 256 tile of out, columns fastest (the blocks
-/// in flight share their x rows in L2). kThreads threads; dynamic shared
-/// memory sizeof(SharedStorage<Config<T>>).
+/// Grid: persistent, at most one block per multiprocessor, each taking the
+/// 128 x 256 tiles of out in turn, columns fastest (the tiles in flight
+/// share their x rows in L2). kThreads threads; dynamic shared memory
+/// sizeof(SharedStorage<Config<T>>).
 template <typename T, typename TmaA, typename TmaB>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
@@ -148,8 +149,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto& smem = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw);
 
   const int n_tiles = (static_cast<int>(p.K) + kBN - 1) / kBN;
-  const int n_block = static_cast<int>(blockIdx.x % n_tiles);
-  const int m_block = static_cast<int>(blockIdx.x / n_tiles);
+  const int tiles = (static_cast<int>(p.B) + kBM - 1) / kBM * n_tiles;
   const int warp_group = threadIdx.x / 128;
 
   typename Pipeline::Params params;
@@ -169,33 +169,38 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int k_tiles = (static_cast<int>(p.H) + kBK - 1) / kBK;
   const int steps = k_tiles * static_cast<int>(p.R);
 
+  // Tiles are dealt round-robin to the resident blocks; the ring's state
+  // runs on from one tile to the next, so the producer fills the next
+  // tile's stages while the consumers store the last one.
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<40>();
     if (threadIdx.x != 0) return;
     Tensor mA = tma_a.get_tma_tensor(shape(x_tensor(p)));
     Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor(p)));
-    // (BM, BK, h-tile, r) and (BN, BK, h-tile, r) of this block.
-    Tensor gA =
-        local_tile(mA, typename Cfg::TileA{}, make_coord(m_block, _, _));
-    Tensor gB =
-        local_tile(mB, typename Cfg::TileB{}, make_coord(n_block, _, _));
-    auto [tAgA, tAsA] =
-        tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
-                      group_modes<0, 2>(gA));
-    auto [tBgB, tBsB] =
-        tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
-                      group_modes<0, 2>(gB));
     auto state = cutlass::make_producer_start_state<Pipeline>();
-    int h_tile = 0, r = 0;
-    for (int step = 0; step < steps; ++step) {
-      pipeline.producer_acquire(state);
-      auto* full = pipeline.producer_get_barrier(state);
-      copy(tma_a.with(*full), tAgA(_, h_tile, r), tAsA(_, state.index()));
-      copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, state.index()));
-      ++state;
-      if (++h_tile == k_tiles) {
-        h_tile = 0;
-        ++r;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      // (BM, BK, h-tile, r) and (BN, BK, h-tile, r) of this tile.
+      Tensor gA = local_tile(mA, typename Cfg::TileA{},
+                             make_coord(tile / n_tiles, _, _));
+      Tensor gB = local_tile(mB, typename Cfg::TileB{},
+                             make_coord(tile % n_tiles, _, _));
+      auto [tAgA, tAsA] =
+          tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
+                        group_modes<0, 2>(gA));
+      auto [tBgB, tBsB] =
+          tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
+                        group_modes<0, 2>(gB));
+      int h_tile = 0, r = 0;
+      for (int step = 0; step < steps; ++step) {
+        pipeline.producer_acquire(state);
+        auto* full = pipeline.producer_get_barrier(state);
+        copy(tma_a.with(*full), tAgA(_, h_tile, r), tAsA(_, state.index()));
+        copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, state.index()));
+        ++state;
+        if (++h_tile == k_tiles) {
+          h_tile = 0;
+          ++r;
+        }
       }
     }
     pipeline.producer_tail(state);
@@ -210,36 +215,39 @@ __global__ void __launch_bounds__(kThreads, 1)
   Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
   Tensor accum =
       partition_fragment_C(mma, Shape<Int<kBM>, Int<kBN>>{});  // float32
-  clear(accum);
+  const auto out_coords = make_identity_tensor(
+      make_shape(static_cast<int>(p.B), static_cast<int>(p.K)));
 
   cutlass::PipelineState<kStages> read;
   cutlass::PipelineState<kStages> release;
-  for (int step = 0; step < steps; ++step) {
-    pipeline.consumer_wait(read);
-    warpgroup_fence_operand(accum);
-    warpgroup_arrive();
-    gemm(mma, tCrA(_, _, _, read.index()), tCrB(_, _, _, read.index()), accum);
-    warpgroup_commit_batch();
-    // The previous stage's multiplies are done once at most this one is
-    // in flight: its slot goes back to the producer.
-    warpgroup_wait<1>();
-    warpgroup_fence_operand(accum);
-    if (step > 0) {
-      pipeline.consumer_release(release);
-      ++release;
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    clear(accum);
+    for (int step = 0; step < steps; ++step) {
+      pipeline.consumer_wait(read);
+      warpgroup_fence_operand(accum);
+      warpgroup_arrive();
+      gemm(mma, tCrA(_, _, _, read.index()), tCrB(_, _, _, read.index()),
+           accum);
+      warpgroup_commit_batch();
+      // The previous stage's multiplies are done once at most this one is
+      // in flight: its slot goes back to the producer.
+      warpgroup_wait<1>();
+      warpgroup_fence_operand(accum);
+      if (step > 0) {
+        pipeline.consumer_release(release);
+        ++release;
+      }
+      ++read;
     }
-    ++read;
-  }
-  warpgroup_wait<0>();
-  warpgroup_fence_operand(accum);
-  // The last stage goes back too: the producer's tail waits for every slot.
-  pipeline.consumer_release(release);
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(accum);
+    pipeline.consumer_release(release);
+    ++release;
 
-  Tensor coords =
-      local_tile(make_identity_tensor(
-                     make_shape(static_cast<int>(p.B), static_cast<int>(p.K))),
-                 Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block));
-  store_tile(p, accum, thr.partition_C(coords));
+    Tensor coords = local_tile(out_coords, Shape<Int<kBM>, Int<kBN>>{},
+                               make_coord(tile / n_tiles, tile % n_tiles));
+    store_tile(p, accum, thr.partition_C(coords));
+  }
 #endif
 }
 

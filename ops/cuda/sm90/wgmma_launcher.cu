@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "gather_linear_kernel.h"
 #include "wgmma_kernel.cuh"
 
@@ -26,9 +28,16 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, cudaStream_t stream) {
       err != cudaSuccess) {
     return err;
   }
+  int device = 0, sm_count = 0;
+  if (const auto err = cudaGetDevice(&device); err != cudaSuccess) return err;
+  if (const auto err = cudaDeviceGetAttribute(
+          &sm_count, cudaDevAttrMultiProcessorCount, device);
+      err != cudaSuccess) {
+    return err;
+  }
   const int64_t tiles = (p.B + kBM - 1) / kBM * ((p.K + kBN - 1) / kBN);
-  kernel<<<static_cast<unsigned>(tiles), kThreads, smem_bytes, stream>>>(
-      tma_a, tma_b, p);
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(tiles, sm_count));
+  kernel<<<blocks, kThreads, smem_bytes, stream>>>(tma_a, tma_b, p);
   return cudaGetLastError();
 }
 
