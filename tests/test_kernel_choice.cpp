@@ -231,12 +231,39 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperHalfTypesAndTheCopyEngine) {
   auto huge = p;
   huge.B = int64_t{1} << 31;
   EXPECT_FALSE(can_run_wgmma(huge));
-  // Not routed to by the policy until it beats cat + cuBLAS.
-  EXPECT_EQ(choose_route(p), Route::kCublasCat);
   force_route(Route::kWgmma);
   EXPECT_EQ(choose_route(p), Route::kWgmma);
   EXPECT_EQ(choose_route(ampere), Route::kCublasCat);
   force_route(std::nullopt);
+}
+
+// A problem the Hopper tensor-core kernel can read, in a build that has it.
+Problem h200_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
+                   int element_size) {
+  Problem p = h200(R, B, H, K, element_size);
+  p.x_tma_ok = true;
+  p.wgmma_built = true;
+  return p;
+}
+
+TEST(KernelChoice, ManyTilesOfHalfTypesTakeTheTensorCoreKernel) {
+  // Prefill, many rows with a small K, and medium problems of 256 tiles
+  // and more whose weight stays in L2.
+  EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 2)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 1024, 2)), Route::kWgmma);
+  // Too few tiles for the multiprocessors, or a weight past L2: cuBLAS.
+  EXPECT_EQ(choose_route(h200_wgmma(32, 512, 128, 4096, 2)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 2)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 2)),
+            Route::kCublasCat);
+  // float32 and float64 keep cuBLAS; so do builds without the kernel.
+  EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 4)),
+            Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(32, 4096, 128, 4096, 2)), Route::kCublasCat);
+  // Few rows stay on the streaming kernel.
+  EXPECT_EQ(choose_route(h200_wgmma(32, 16, 128, 65536, 2)), Route::kStream);
 }
 
 TEST(KernelChoice, ForcedRoutesWinWhereTheyCanRun) {

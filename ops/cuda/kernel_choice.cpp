@@ -40,6 +40,12 @@ constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh).
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
+// Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
+// enough for two per multiprocessor (fewer leave most of them idle for a
+// long contraction), and a weight that stays in L2 while the tiles in
+// flight, spread along K, read it.
+constexpr int64_t kMinWgmmaTiles = 256;
+constexpr int64_t kMaxWgmmaWeightBytes = int64_t{32} << 20;
 // A cluster's reduction costs about as much as streaming this many stages.
 constexpr int64_t kClusterCostStages = 4;
 
@@ -74,6 +80,14 @@ bool warp_dot_wins(const Problem& p) {
     default:
       return read <= kWarpDotMaxReadDouble;
   }
+}
+
+// The measured table's verdict for the Hopper tensor-core kernel.
+bool wgmma_wins(const Problem& p) {
+  const int64_t tiles =
+      ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, kWgmmaTileCols);
+  return p.element_size == 2 && tiles >= kMinWgmmaTiles &&
+         p.K * p.R * p.H * p.element_size <= kMaxWgmmaWeightBytes;
 }
 
 detail::ForcedRoute<Route> g_forced_route;
@@ -228,8 +242,7 @@ RouteChoice choose(const Problem& p) {
   if (stream) {
     if (auto plan = plan_stream(p)) return {Route::kStream, {}, plan};
   }
-  // The Hopper tensor-core kernel is not routed to yet: it lost to
-  // cat + cuBLAS on every measured problem (bench/NOTES.md, "v13").
+  if (wgmma_wins(p) && can_run_wgmma(p)) return {Route::kWgmma, {}, {}};
   return {fallback, {}, {}};
 }
 

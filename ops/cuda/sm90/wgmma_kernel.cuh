@@ -46,6 +46,7 @@ inline constexpr int kBM = 128;  // rows of B per block
 inline constexpr int kBN = 256;  // output columns per block
 inline constexpr int kBK = 64;   // contraction per stage: 128 bytes of half
 inline constexpr int kStages = 4;
+inline constexpr int kChunk = 64;             // out goes back in 64 x 64 pieces
 inline constexpr int kConsumerThreads = 256;  // two warp groups
 inline constexpr int kThreads = 128 + kConsumerThreads;
 
@@ -68,6 +69,12 @@ struct Config {
                            Shape<Int<64>, Int<kBN>, Int<kBK>>, GMMA::Major::K,
                            GMMA::Major::K>(),
       Layout<Shape<_2, _1, _1>>{}));
+  // One consumer warp group's 64 x 64 piece of out on its way to the copy
+  // engine, swizzled like the operands (conflict-free pair stores).
+  using SmemLayoutC =
+      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
+                             make_shape(Int<kChunk>{}, Int<kChunk>{})));
+  using TileC = Shape<Int<kChunk>, Int<kChunk>>;
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
   static constexpr uint32_t kStageBytes = (kBM + kBN) * kBK * sizeof(Element);
 };
@@ -78,6 +85,11 @@ struct SharedStorage {
       ArrayEngine<typename Cfg::Element, cosize_v<typename Cfg::SmemLayoutA>> a;
   alignas(1024)
       ArrayEngine<typename Cfg::Element, cosize_v<typename Cfg::SmemLayoutB>> b;
+  // Two pieces of out per consumer warp group: one is filled while the
+  // copy engine reads the other.
+  alignas(1024) ArrayEngine<typename Cfg::Element,
+                            cosize_v<typename Cfg::SmemLayoutC>> c[2][2];
+  float bias[2][kBN];  // each consumer warp group's copy of the tile's bias
   typename Cfg::Pipeline::SharedStorage pipeline;
 };
 
@@ -92,6 +104,26 @@ CUTE_HOST_DEVICE auto x_tensor(const GatherLinearParams<T>& p) {
 }
 
 template <typename T>
+CUTE_HOST_DEVICE auto out_tensor(const GatherLinearParams<T>& p) {
+  using E = typename Config<T>::Element;
+  return make_tensor(make_gmem_ptr(reinterpret_cast<E*>(p.out)),
+                     make_shape(static_cast<int>(p.B), static_cast<int>(p.K)),
+                     make_stride(p.out_stride_b, Int<1>{}));
+}
+
+/// Whether out can be written by the copy engine (out_tensor's layout, rows
+/// 16-byte aligned).
+template <typename T>
+bool out_tma_ok(const GatherLinearParams<T>& p) {
+  return p.out_stride_k == 1 && p.out_stride_b > 0 &&
+         p.out_stride_b * sizeof(T) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(p.out) % 16 == 0;
+}
+
+/// Stands for the store atom where out is written by plain stores.
+struct NoTmaStore {};
+
+template <typename T>
 CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
   using E = typename Config<T>::Element;
   return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.weight)),
@@ -100,8 +132,13 @@ CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
                      make_stride(p.weight_stride_k, Int<1>{}, p.H));
 }
 
-// Adds the bias, rounds once and stores the block's accumulators; pairs of
-// adjacent columns go out as one 4-byte store where out allows it.
+template <typename T>
+using Pair =
+    std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+
+// Adds the bias, rounds once and stores the block's accumulators where out
+// is not the copy engine's; pairs of adjacent columns go out as one
+// 4-byte store where out allows it.
 template <typename T, typename Accum, typename Coords>
 __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
                                            const Accum& accum,
@@ -120,15 +157,65 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
     }
     T* row = p.out + m * p.out_stride_b;
     if (pairs && n + 1 < p.K) {
-      using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2,
-                                      __nv_bfloat162>;
-      Pair pair;
+      Pair<T> pair;
       pair.x = from_acc<T>(v0);
       pair.y = from_acc<T>(v1);
-      *reinterpret_cast<Pair*>(row + n) = pair;
+      *reinterpret_cast<Pair<T>*>(row + n) = pair;
     } else {
       if (n < p.K) row[n * p.out_stride_k] = from_acc<T>(v0);
       if (n + 1 < p.K) row[(n + 1) * p.out_stride_k] = from_acc<T>(v1);
+    }
+  }
+}
+
+// Hands a consumer warp group's 64 x 256 share of the tile to the copy
+// engine in four 64 x 64 pieces through two alternating buffers; rows past
+// B and columns past K are clipped by the copy engine.
+template <typename T, typename TmaC, typename Accum, typename Buffers>
+__device__ __forceinline__ void store_pieces(
+    const TmaC& tma_c, const GatherLinearParams<T>& p, const Accum& accum,
+    Buffers& buffers, const float* bias, int m_block, int n_block, int consumer,
+    int& pieces) {
+  using Cfg = Config<T>;
+  const int group = consumer / 128, thread = consumer % 128;
+  const int warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
+  const uint32_t barrier = 1 + group;  // 0 is __syncthreads'
+  Tensor mC = tma_c.get_tma_tensor(shape(out_tensor(p)));
+  CUTE_UNROLL
+  for (int piece = 0; piece < kBN / kChunk; ++piece, ++pieces) {
+    auto& buffer = buffers[pieces % 2];
+    Tensor sC =
+        make_tensor(make_smem_ptr(buffer.begin()), typename Cfg::SmemLayoutC{});
+    // The copy engine has finished reading this buffer (two pieces ago).
+    if (thread == 0) tma_store_wait<1>();
+    cutlass::arch::NamedBarrier::sync(128, barrier);
+    // Accumulator i of the 64 x N wgmma layout: row 16 warp + g + 8 (i / 2
+    // % 2), column 8 (i / 4) + 2 t + i % 2.
+    CUTE_UNROLL
+    for (int j = 0; j < kChunk / 8; ++j) {
+      CUTE_UNROLL
+      for (int half = 0; half < 2; ++half) {
+        const int i = 4 * (piece * kChunk / 8 + j) + 2 * half;
+        const int column = 8 * j + 2 * t;
+        const float* b = bias + piece * kChunk + column;
+        Pair<T> pair;
+        pair.x = from_acc<T>(accum(i) + b[0]);
+        pair.y = from_acc<T>(accum(i + 1) + b[1]);
+        *reinterpret_cast<Pair<T>*>(
+            raw_pointer_cast(&sC(16 * warp + g + 8 * half, column))) = pair;
+      }
+    }
+    tma_store_fence();  // the stores above, visible to the copy engine
+    cutlass::arch::NamedBarrier::sync(128, barrier);
+    if (thread == 0) {
+      Tensor gC = local_tile(
+          mC, typename Cfg::TileC{},
+          make_coord(2 * m_block + group, n_block * (kBN / kChunk) + piece));
+      auto [tCgC, tCsC] =
+          tma_partition(tma_c, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sC),
+                        group_modes<0, 2>(gC));
+      copy(tma_c, tCsC, tCgC);
+      tma_store_arrive();
     }
   }
 }
@@ -137,10 +224,11 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
 /// 128 x 256 tiles of out in turn, columns fastest (the tiles in flight
 /// share their x rows in L2). kThreads threads; dynamic shared memory
 /// sizeof(SharedStorage<Config<T>>).
-template <typename T, typename TmaA, typename TmaB>
+template <typename T, typename TmaA, typename TmaB, typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
                                const __grid_constant__ TmaB tma_b,
+                               const __grid_constant__ TmaC tma_c,
                                const GatherLinearParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Cfg = Config<T>;
@@ -220,8 +308,22 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   cutlass::PipelineState<kStages> read;
   cutlass::PipelineState<kStages> release;
+  int pieces = 0;  // pieces of out this warp group has handed over
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int m_block = tile / n_tiles, n_block = tile % n_tiles;
+    Tensor coords = thr.partition_C(local_tile(
+        out_coords, Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block)));
     clear(accum);
+    if constexpr (!std::is_same_v<TmaC, NoTmaStore>) {
+      // The tile's bias, read while the first stage arrives; the previous
+      // tile's pieces have all been read from it (store_pieces' barriers).
+      for (int c = consumer % 128; c < kBN; c += 128) {
+        const int64_t n = int64_t{n_block} * kBN + c;
+        smem.bias[consumer / 128][c] = p.bias != nullptr && n < p.K
+                                           ? to_acc(p.bias[n * p.bias_stride])
+                                           : 0.0f;
+      }
+    }
     for (int step = 0; step < steps; ++step) {
       pipeline.consumer_wait(read);
       warpgroup_fence_operand(accum);
@@ -244,9 +346,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     pipeline.consumer_release(release);
     ++release;
 
-    Tensor coords = local_tile(out_coords, Shape<Int<kBM>, Int<kBN>>{},
-                               make_coord(tile / n_tiles, tile % n_tiles));
-    store_tile(p, accum, thr.partition_C(coords));
+    if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
+      store_tile(p, accum, coords);
+    } else {
+      store_pieces<T>(tma_c, p, accum, smem.c[consumer / 128],
+                      smem.bias[consumer / 128], m_block, n_block, consumer,
+                      pieces);
+    }
+  }
+  if constexpr (!std::is_same_v<TmaC, NoTmaStore>) {
+    // Shared memory stays until the copy engine has read the last pieces.
+    if (consumer % 128 == 0) tma_store_wait<0>();
   }
 #endif
 }

@@ -20,14 +20,6 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, cudaStream_t stream) {
   const auto tma_b = make_tma_atom(SM90_TMA_LOAD{}, weight_tensor(p),
                                    typename Cfg::SmemLayoutB{}(_, _, 0),
                                    typename Cfg::TileB{});
-  const auto kernel =
-      gather_linear_wgmma_kernel<T, decltype(tma_a), decltype(tma_b)>;
-  constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
-  if (const auto err = cudaFuncSetAttribute(
-          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
-      err != cudaSuccess) {
-    return err;
-  }
   int device = 0, sm_count = 0;
   if (const auto err = cudaGetDevice(&device); err != cudaSuccess) return err;
   if (const auto err = cudaDeviceGetAttribute(
@@ -37,8 +29,25 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, cudaStream_t stream) {
   }
   const int64_t tiles = (p.B + kBM - 1) / kBM * ((p.K + kBN - 1) / kBN);
   const auto blocks = static_cast<unsigned>(std::min<int64_t>(tiles, sm_count));
-  kernel<<<blocks, kThreads, smem_bytes, stream>>>(tma_a, tma_b, p);
-  return cudaGetLastError();
+  const auto launch = [&](const auto& tma_c) {
+    const auto kernel =
+        gather_linear_wgmma_kernel<T, decltype(tma_a), decltype(tma_b),
+                                   std::decay_t<decltype(tma_c)>>;
+    constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
+    if (const auto err = cudaFuncSetAttribute(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+        err != cudaSuccess) {
+      return err;
+    }
+    kernel<<<blocks, kThreads, smem_bytes, stream>>>(tma_a, tma_b, tma_c, p);
+    return cudaGetLastError();
+  };
+  if (out_tma_ok(p)) {
+    return launch(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
+                                typename Cfg::SmemLayoutC{},
+                                typename Cfg::TileC{}));
+  }
+  return launch(NoTmaStore{});
 }
 
 template cudaError_t launch_wgmma<__half>(const GatherLinearParams<__half>&,
