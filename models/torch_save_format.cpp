@@ -26,6 +26,9 @@ struct Item {
   c10::IValue value;
   std::string global;
   bool mark = false;
+  // The class of a Python object the reader keeps no value of (value is
+  // None), named when it is the whole file.
+  std::string object_class = {};
 };
 
 const std::map<std::string, at::ScalarType>& storage_dtypes() {
@@ -107,7 +110,14 @@ class PickleMachine {
       if (op == '.') {  // STOP
         TORCH_CHECK(stack_.size() == 1, "pickle ends with ", stack_.size(),
                     " values on its stack");
-        c10::IValue root = value(pop());
+        const Item item = pop();
+        TORCH_CHECK(!item.value.isNone() || item.object_class.empty(),
+                    "the file holds a pickled ", item.object_class,
+                    " object, not tensors; a whole pickled object needs its "
+                    "class's code to load, and tensor files are read without "
+                    "running code. Save the tensors instead, e.g. "
+                    "torch.save(module.state_dict(), path)");
+        c10::IValue root = value(item);
         try {
           check_value_graph(root);
         } catch (...) {
@@ -296,6 +306,18 @@ class PickleMachine {
     }
     storages_.emplace(key, flat);
     return flat;
+  }
+
+  // The class of the object REDUCE or NEWOBJ of `fn` builds: `fn` itself,
+  // or for protocol 2's copyreg.__newobj__ / _reconstructor its first
+  // argument.
+  static std::string object_class(const Item& fn, const c10::IValue& args) {
+    if (args.isTuple() && !args.toTupleRef().elements().empty() &&
+        args.toTupleRef().elements()[0].isString() &&
+        fn.global.rfind("copyreg.", 0) == 0) {
+      return args.toTupleRef().elements()[0].toStringRef();
+    }
+    return fn.global;
   }
 
   // What REDUCE of the global `fn` with `args` gives.
@@ -503,8 +525,12 @@ class PickleMachine {
         TORCH_CHECK(!fn.global.empty(), "REDUCE of a non-global in the pickle");
         if (fn.global.rfind("__torch__.", 0) == 0) {
           script_object(fn.global);
+        } else if (c10::IValue result = reduce(fn.global, args);
+                   !result.isNone()) {
+          push(std::move(result));
         } else {
-          push(reduce(fn.global, args));
+          stack_.push_back(
+              Item{c10::IValue(), "", false, object_class(fn, args)});
         }
         break;
       }

@@ -594,12 +594,22 @@ def test_corrupted_weights(tmp_path, problem):
     ({"epoch": 3, "name": "run"}, "not a tensor"),
     (42, "not a tensor or a list, tuple or dict of tensors"),
     ([], "holds no tensors"),
+    # A whole module, not its state_dict: named, with what to do instead.
+    (torch.nn.Linear(3, 2), "pickled torch.nn.modules.linear.Linear object"),
 ])
 def test_pickle_without_tensors(tmp_path, problem, obj, message):
     torch.save(obj, tmp_path / "empty.pt")
     result = run("--input", tmp_path / "empty.pt", "--weights",
                  tmp_path / "w.pt", "--output", tmp_path / "y.pt")
     assert_error(result, DATAERR, message, tmp_path=tmp_path)
+
+
+def test_weights_as_a_whole_pickled_module(tmp_path, problem):
+    torch.save(torch.nn.Linear(128, 56), tmp_path / "module.pt")
+    result = run("--input", tmp_path / "x.pt", "--weights",
+                 tmp_path / "module.pt", "--output", tmp_path / "y.pt")
+    assert_error(result, DATAERR, "pickled torch.nn.modules.linear.Linear",
+                 "state_dict()", tmp_path=tmp_path)
 
 
 def test_weights_without_tensors(tmp_path, problem):
