@@ -15,4 +15,8 @@ namespace fgl::detail {
 /// strides allow none (e.g. a contiguous x with B > 1).
 std::optional<at::Tensor> gathered_view(const at::Tensor& x);
 
+/// Whether gathered_view(x) has a value, without building a tensor (the
+/// routing policies ask on every call).
+bool has_gathered_view(const at::Tensor& x);
+
 }  // namespace fgl::detail

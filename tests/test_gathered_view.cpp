@@ -53,5 +53,23 @@ TEST(GatheredView, HeadMajorLayoutsHaveNone) {
           .has_value());
 }
 
+TEST(GatheredView, TheCheapTestAgreesWithTheView) {
+  const auto storage = at::randn({8 * 30});
+  const at::Tensor layouts[] = {
+      at::randn({5, 3, 7}).permute({1, 0, 2}),
+      at::randn({4, 1, 6}),
+      storage.view({8, 30}).narrow(1, 0, 24).view({8, 3, 8}).permute({1, 0, 2}),
+      at::randn({4, 3, 6}),
+      at::randn({3, 4, 6}).transpose(0, 2),
+      at::randn({3, 4, 12}).narrow(2, 0, 6).permute({1, 0, 2}),
+      at::randn({3, 1, 6}).expand({3, 5, 6}),
+      at::randn({0, 4, 6}),
+  };
+  for (const auto& x : layouts) {
+    SCOPED_TRACE(::testing::Message() << x.sizes() << " " << x.strides());
+    EXPECT_EQ(has_gathered_view(x), gathered_view(x).has_value());
+  }
+}
+
 }  // namespace
 }  // namespace fgl::detail

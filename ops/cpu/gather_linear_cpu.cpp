@@ -67,7 +67,6 @@ void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
 void run(const at::Tensor& x, const at::Tensor& weight,
          const std::optional<at::Tensor>& bias,
          const detail::GatherLinearSizes& s, at::Tensor& out) {
-  const auto view = detail::gathered_view(x);
   cpu::Problem problem;
   problem.cpu = cpu::detect_features();
   problem.dtype = dtype_of(x.scalar_type());
@@ -76,7 +75,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
   problem.H = s.H;
   problem.K = s.K;
   problem.dot_layout = x.stride(2) == 1 && weight.stride(1) == 1;
-  problem.x_gathered_view = view.has_value();
+  problem.x_gathered_view = detail::has_gathered_view(x);
   switch (cpu::choose_route(problem)) {
     case cpu::Route::kDotKernel:
 #ifdef FGL_WITH_AVX512_DOT
@@ -91,7 +90,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
       break;  // never chosen: detect_features() reports no dot kernel
 #endif
     case cpu::Route::kGemmView:
-      detail::library_gemm(*view, weight, bias, out);
+      detail::library_gemm(*detail::gathered_view(x), weight, bias, out);
       return;
     case cpu::Route::kGemmCat:
       detail::library_gemm(at::cat(x.unbind(0), -1), weight, bias, out);

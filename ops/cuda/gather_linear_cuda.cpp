@@ -87,12 +87,12 @@ void run(const at::Tensor& x, const at::Tensor& weight,
          const std::optional<at::Tensor>& bias,
          const detail::GatherLinearSizes& s, at::Tensor& out) {
   const c10::cuda::CUDAGuard device_guard(x.device());
-  const auto view = detail::gathered_view(x);
-  const cuda::Problem problem = describe(x, weight, s, view.has_value());
+  const cuda::Problem problem =
+      describe(x, weight, s, detail::has_gathered_view(x));
   const cuda::RouteChoice choice = cuda::choose(problem);
   const cuda::Route route = choice.route;
   if (route == cuda::Route::kCublasView) {
-    detail::library_gemm(*view, weight, bias, out);
+    detail::library_gemm(*detail::gathered_view(x), weight, bias, out);
     return;
   }
   if (route == cuda::Route::kCublasCat) {
