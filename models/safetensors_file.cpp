@@ -107,7 +107,7 @@ TensorFile read_safetensors(const InputFile& file,
          parse_safetensors_header(json, file_size - data_start)) {
       if (!only.empty() &&
           std::find(only.begin(), only.end(), e.name) == only.end()) {
-        out.unread.push_back(e.name);
+        out.unread.push_back({e.name, e.shape});
         continue;
       }
       if (e.dtype == SafetensorsDtype::kUnknown) {

@@ -5,6 +5,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -129,6 +130,26 @@ TensorFile from_torchscript(const c10::IValue& module,
   return file;
 }
 
+// Reads the bytes of the tensors of `file` named in `only` (all without
+// it); the others go to `unread`.
+TensorFile load_wanted(TorchSaveFile& archive, TensorFile file,
+                       const std::vector<std::string>& only) {
+  TensorFile out;
+  out.format = file.format;
+  out.layout = file.layout;
+  for (size_t i = 0; i < file.names.size(); ++i) {
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), file.names[i]) == only.end()) {
+      out.unread.push_back(
+          {std::move(file.names[i]), file.tensors[i].sizes().vec()});
+      continue;
+    }
+    out.names.push_back(std::move(file.names[i]));
+    out.tensors.push_back(archive.load(file.tensors[i]));
+  }
+  return out;
+}
+
 c10::IValue pack(Layout layout, const std::vector<std::string>& names,
                  const std::vector<at::Tensor>& tensors) {
   switch (layout) {
@@ -207,12 +228,12 @@ TensorFile read_tensor_file(const std::string& path, bool nested,
                   ? " (it looks like the legacy torch.save format: load and "
                     "save it again with torch >= 1.6)"
                   : "");
-  bool torchscript = false;
-  const c10::IValue root = read_torch_save(input, &torchscript, max_expanded);
-  TensorFile file = torchscript ? from_torchscript(root, path)
-                                : from_pickle(root, nested, path);
+  TorchSaveFile archive(input, max_expanded);
+  TensorFile file = archive.torchscript()
+                        ? from_torchscript(archive.root(), path)
+                        : from_pickle(archive.root(), nested, path);
   TORCH_CHECK(!file.tensors.empty(), path, " holds no tensors");
-  return file;
+  return load_wanted(archive, std::move(file), only);
 }
 
 void write_tensor_file(const std::string& path, Layout layout,

@@ -35,8 +35,13 @@ struct TensorFile {
   std::vector<at::Tensor> tensors;
   // Entries not read, as "name (why)": safetensors dtypes fgl does not know.
   std::vector<std::string> skipped;
-  // Entries left unread because the reader was asked for others.
-  std::vector<std::string> unread;
+  // Entries whose bytes were left unread because the reader was asked for
+  // others: names and shapes.
+  struct Unread {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Unread> unread;
 };
 
 /// Reads `path` onto the CPU. `nested` accepts containers inside containers
@@ -44,9 +49,9 @@ struct TensorFile {
 /// not tensors; without it the file must hold a tensor, or a list, tuple or
 /// dict of tensors. A zip archive whose records expand to more than
 /// `max_expanded` bytes is refused before any is read. With `only`
-/// non-empty, a safetensors file's other entries are not read (torch.save
-/// files are read whole: their pickle names the tensors). Throws c10::Error
-/// saying what is wrong with the file.
+/// non-empty, the bytes of other entries are not read (they are listed in
+/// `unread`): a safetensors file's header and a torch.save file's pickle
+/// name them. Throws c10::Error saying what is wrong with the file.
 TensorFile read_tensor_file(const std::string& path, bool nested = false,
                             uint64_t max_expanded = UINT64_MAX,
                             const std::vector<std::string>& only = {});

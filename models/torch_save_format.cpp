@@ -86,11 +86,25 @@ std::vector<int64_t> int_tuple(const c10::IValue& value) {
   return out;
 }
 
+// A storage whose bytes are read only when a tensor over it is loaded
+// (TorchSaveFile): the record, and the meta tensor that stands for it.
+struct DeferredStorage {
+  std::string record;
+  at::Tensor placeholder;  // flat, on the meta device
+  at::Tensor loaded;       // flat, on the CPU, once read
+};
+// Keyed by the placeholder's storage, which every view of it shares.
+using DeferredStorages =
+    std::unordered_map<const c10::StorageImpl*, DeferredStorage>;
+
 class PickleMachine {
  public:
+  // With `deferred`, storages are not read: their tensors live on the meta
+  // device and `deferred` says where their bytes are.
   PickleMachine(caffe2::serialize::PyTorchStreamReader& archive,
-                const std::vector<char>& pickle)
-      : archive_(archive), data_(pickle) {}
+                const std::vector<char>& pickle,
+                DeferredStorages* deferred = nullptr)
+      : archive_(archive), data_(pickle), deferred_(deferred) {}
   PickleMachine(const PickleMachine&) = delete;
   PickleMachine& operator=(const PickleMachine&) = delete;
   // Whatever the pickle built, however deep, goes without recursion: every
@@ -298,6 +312,14 @@ class PickleMachine {
                             : 0;
     TORCH_CHECK(size == static_cast<size_t>(nbytes), "storage ", key, " holds ",
                 size, " bytes, expected ", nbytes, " (", numel, " elements)");
+    if (deferred_ != nullptr) {
+      auto flat = at::empty({numel}, at::TensorOptions().dtype(dtype).device(
+                                         c10::DeviceType::Meta));
+      deferred_->emplace(flat.storage().unsafeGetStorageImpl(),
+                         DeferredStorage{record, flat, {}});
+      storages_.emplace(key, flat);
+      return flat;
+    }
     auto flat = at::empty({numel}, at::TensorOptions().dtype(dtype));
     if (numel > 0) {
       const auto [data, got] = archive_.getRecord(record);
@@ -320,6 +342,33 @@ class PickleMachine {
     return fn.global;
   }
 
+  // The view of a flat storage tensor a pickled tensor is, checked to lie
+  // inside the storage first (a placeholder on the meta device would not
+  // say so in these words).
+  static at::Tensor view_of(const at::Tensor& flat,
+                            const std::vector<int64_t>& sizes,
+                            const std::vector<int64_t>& strides,
+                            int64_t offset) {
+    TORCH_CHECK(sizes.size() == strides.size(), "a tensor of ", sizes.size(),
+                " dims with ", strides.size(), " strides in the pickle");
+    bool empty = false;
+    int64_t last = offset;  // the last element the view reaches
+    bool overflow = offset < 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      overflow = overflow || sizes[i] < 0 || strides[i] < 0;
+      empty = empty || sizes[i] == 0;
+      int64_t step = 0;
+      overflow = overflow ||
+                 __builtin_mul_overflow(sizes[i] - 1, strides[i], &step) ||
+                 __builtin_add_overflow(last, step, &last);
+    }
+    TORCH_CHECK(!overflow && (empty || last < flat.numel()),
+                "a tensor of shape ", c10::IntArrayRef(sizes), ", strides ",
+                c10::IntArrayRef(strides), " and offset ", offset,
+                " is out of bounds for storage of ", flat.numel(), " elements");
+    return flat.as_strided(sizes, strides, offset);
+  }
+
   // What REDUCE of the global `fn` with `args` gives.
   c10::IValue reduce(const std::string& fn, const c10::IValue& args) {
     if (fn == "collections.OrderedDict") {
@@ -329,8 +378,8 @@ class PickleMachine {
     if (fn == "torch._utils._rebuild_tensor_v2" ||
         fn == "torch._utils._rebuild_tensor") {
       TORCH_CHECK(a.size() >= 4 && a[0].isTensor(), "bad arguments to ", fn);
-      return a[0].toTensor().as_strided(int_tuple(a[2]), int_tuple(a[3]),
-                                        a[1].toInt());
+      return view_of(a[0].toTensor(), int_tuple(a[2]), int_tuple(a[3]),
+                     a[1].toInt());
     }
     // (untyped storage, offset, size, stride, requires_grad, hooks, dtype):
     // the storage's bytes seen as `dtype`.
@@ -343,8 +392,8 @@ class PickleMachine {
       TORCH_CHECK(bytes.numel() % size == 0, "storage of ", bytes.numel(),
                   " bytes does not hold whole ", a[6].toStringRef(),
                   " elements");
-      return bytes.view(dtype).as_strided(int_tuple(a[2]), int_tuple(a[3]),
-                                          a[1].toInt());
+      return view_of(bytes.view(dtype), int_tuple(a[2]), int_tuple(a[3]),
+                     a[1].toInt());
     }
     // C++ pickle_save's type tags: the value is all we need.
     if (fn == "torch.jit._pickle.restore_type_tag" ||
@@ -567,6 +616,7 @@ class PickleMachine {
   std::vector<Item> stack_;
   std::unordered_map<uint32_t, Item> memo_;
   std::unordered_map<std::string, at::Tensor> storages_;
+  DeferredStorages* deferred_;
   std::unordered_map<const void*, int64_t> tuple_depth_;
   // TorchScript objects' dicts (script_object), with their class names.
   std::unordered_map<const void*, std::string> script_objects_;
@@ -736,19 +786,19 @@ class BytesAdapter final : public caffe2::serialize::ReadAdapterInterface {
   size_t size_;
 };
 
-c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive) {
+c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive,
+                         DeferredStorages* deferred = nullptr) {
   TORCH_CHECK(archive.hasRecord("data.pkl"),
               "a zip file without data.pkl, not written by torch.save");
   const auto [data, size] = archive.getRecord("data.pkl");
   const auto* bytes = static_cast<const char*>(data.get());
   const std::vector<char> pickle(bytes, bytes + size);
-  return PickleMachine(archive, pickle).run();
+  return PickleMachine(archive, pickle, deferred).run();
 }
 
-}  // namespace
-
-c10::IValue read_torch_save(const InputFile& file, bool* torchscript,
-                            uint64_t max_expanded) {
+// Refuses a zip file whose directory is damaged or expands past
+// `max_expanded` bytes, before any record is read.
+void check_zip(const InputFile& file, uint64_t max_expanded) {
   try {
     check_zip_directory(
         [&](uint64_t offset, void* out, size_t n) {
@@ -758,15 +808,74 @@ c10::IValue read_torch_save(const InputFile& file, bool* torchscript,
   } catch (const ZipError& e) {
     TORCH_CHECK(false, file.path(), ": ", e.what());
   }
-  caffe2::serialize::PyTorchStreamReader archive(file.adapter());
-  if (torchscript != nullptr) {
-    *torchscript = false;
-    for (const auto& record : archive.getAllRecords()) {
-      *torchscript = *torchscript || record == "constants.pkl" ||
-                     record.rfind("code/", 0) == 0;
+}
+
+bool holds_torchscript(caffe2::serialize::PyTorchStreamReader& archive) {
+  for (const auto& record : archive.getAllRecords()) {
+    if (record == "constants.pkl" || record.rfind("code/", 0) == 0) {
+      return true;
     }
   }
+  return false;
+}
+
+}  // namespace
+
+c10::IValue read_torch_save(const InputFile& file, bool* torchscript,
+                            uint64_t max_expanded) {
+  check_zip(file, max_expanded);
+  caffe2::serialize::PyTorchStreamReader archive(file.adapter());
+  if (torchscript != nullptr) *torchscript = holds_torchscript(archive);
   return read_archive(archive);
+}
+
+struct TorchSaveFile::State {
+  explicit State(
+      std::shared_ptr<caffe2::serialize::ReadAdapterInterface> adapter)
+      : archive(std::move(adapter)) {}
+  caffe2::serialize::PyTorchStreamReader archive;
+  DeferredStorages storages;
+  c10::IValue root;
+  bool torchscript = false;
+};
+
+TorchSaveFile::TorchSaveFile(const InputFile& file, uint64_t max_expanded) {
+  check_zip(file, max_expanded);
+  state_ = std::make_unique<State>(file.adapter());
+  state_->torchscript = holds_torchscript(state_->archive);
+  state_->root = read_archive(state_->archive, &state_->storages);
+}
+
+TorchSaveFile::~TorchSaveFile() = default;
+
+bool TorchSaveFile::torchscript() const { return state_->torchscript; }
+
+const c10::IValue& TorchSaveFile::root() const { return state_->root; }
+
+at::Tensor TorchSaveFile::load(const at::Tensor& placeholder) {
+  const auto it =
+      state_->storages.find(placeholder.storage().unsafeGetStorageImpl());
+  TORCH_CHECK(it != state_->storages.end(),
+              "TorchSaveFile::load: a tensor this file did not make");
+  DeferredStorage& storage = it->second;
+  if (!storage.loaded.defined()) {
+    auto flat = at::empty_like(storage.placeholder, at::Device(at::kCPU));
+    const auto nbytes = static_cast<size_t>(flat.nbytes());
+    if (nbytes > 0) {
+      const auto [data, got] = state_->archive.getRecord(storage.record);
+      TORCH_CHECK(got == nbytes, storage.record, " changed size while read");
+      std::memcpy(flat.data_ptr(), data.get(), nbytes);
+    }
+    storage.loaded = flat;
+  }
+  // The placeholder's view of its storage, over the bytes: an untyped
+  // storage (bytes) is seen in the tensor's dtype first.
+  at::Tensor base = storage.loaded;
+  if (base.scalar_type() != placeholder.scalar_type()) {
+    base = base.view(placeholder.scalar_type());
+  }
+  return base.as_strided(placeholder.sizes(), placeholder.strides(),
+                         placeholder.storage_offset());
 }
 
 c10::IValue read_torch_save(const void* data, size_t size) {

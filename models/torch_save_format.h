@@ -12,6 +12,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,32 @@ class InputFile;
 /// whose records expand to more than `max_expanded` bytes is refused.
 c10::IValue read_torch_save(const InputFile& file, bool* torchscript = nullptr,
                             uint64_t max_expanded = UINT64_MAX);
+
+/// A torch.save (or TorchScript) zip file read in two steps: the pickle
+/// first, as read_torch_save reads it but with every tensor on the meta
+/// device (sizes, strides and dtype, no bytes read), then the bytes of the
+/// tensors asked for. A checkpoint's one layer is taken this way without
+/// reading the rest. `file` must outlive this object.
+class TorchSaveFile {
+ public:
+  explicit TorchSaveFile(const InputFile& file,
+                         uint64_t max_expanded = UINT64_MAX);
+  ~TorchSaveFile();
+  TorchSaveFile(const TorchSaveFile&) = delete;
+  TorchSaveFile& operator=(const TorchSaveFile&) = delete;
+
+  /// Whether the archive holds TorchScript code (see read_torch_save).
+  bool torchscript() const;
+  /// The object the file holds, its tensors on the meta device.
+  const c10::IValue& root() const;
+  /// The CPU tensor that `placeholder`, a tensor of root(), stands for; a
+  /// storage's bytes are read once, for all the views of it.
+  at::Tensor load(const at::Tensor& placeholder);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 /// read_torch_save on a file's bytes held in memory (the fuzz target's way in).
 c10::IValue read_torch_save(const void* data, size_t size);

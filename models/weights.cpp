@@ -32,18 +32,22 @@ std::string first_names(const std::vector<std::string>& names) {
   return os.str();
 }
 
+// At most 12 entries with their shapes, read or not, then how many there
+// are in all.
 std::string list_names(const TensorFile& file) {
   std::ostringstream os;
-  const size_t shown = std::min<size_t>(file.names.size(), 12);
+  const size_t count = file.names.size() + file.unread.size();
+  const size_t shown = std::min<size_t>(count, 12);
   for (size_t i = 0; i < shown; ++i) {
-    os << (i ? ", " : "") << file.names[i] << " " << file.tensors[i].sizes();
+    os << (i ? ", " : "");
+    if (i < file.names.size()) {
+      os << file.names[i] << " " << file.tensors[i].sizes();
+    } else {
+      const auto& entry = file.unread[i - file.names.size()];
+      os << entry.name << " " << c10::IntArrayRef(entry.shape);
+    }
   }
-  if (shown < file.names.size()) {
-    os << ", ... (" << file.names.size() << " in all)";
-  }
-  if (!file.unread.empty()) {
-    os << (file.names.empty() ? "" : "; ") << first_names(file.unread);
-  }
+  if (shown < count) os << ", ... (" << count << " in all)";
   if (!file.skipped.empty()) {
     os << "; not read: " << file.skipped.front();
     if (file.skipped.size() > 1) {

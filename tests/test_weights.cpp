@@ -117,6 +117,40 @@ TEST_F(WeightsTest, PrefixedStateDict) {
                   {"has no 'decoder.weight'"}));
 }
 
+// The bytes of `path`.
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(WeightsTest, OnlyTheLayersTensorsAreRead) {
+  // A checkpoint whose other entry is damaged where its bytes lie (its
+  // record's local header): taking the layer never reads them, reading the
+  // whole file finds the damage.
+  const auto w = randn({5, 12}), b = randn({5});
+  save_state_dict(path("ckpt.pt"), {"other", "weight", "bias"},
+                  {randn({4096}), w, b});
+  std::string bytes = file_bytes(path("ckpt.pt"));
+  const size_t name = bytes.find("data/0");
+  ASSERT_NE(name, std::string::npos);
+  const size_t header = bytes.rfind("PK\x03\x04", name);
+  ASSERT_NE(header, std::string::npos);
+  bytes[header + 3] = 0x7f;
+  std::ofstream(path("ckpt.pt"), std::ios::binary | std::ios::trunc) << bytes;
+
+  const auto weights = models::read_weights(path("ckpt.pt"));
+  EXPECT_TRUE(weights.weight.equal(w));
+  EXPECT_TRUE(weights.bias->equal(b));
+  EXPECT_ANY_THROW(models::read_tensor_file(path("ckpt.pt")));
+
+  const auto some =
+      models::read_tensor_file(path("ckpt.pt"), true, UINT64_MAX, {"weight"});
+  ASSERT_EQ(some.names, std::vector<std::string>{"weight"});
+  ASSERT_EQ(some.unread.size(), 2u);
+  EXPECT_EQ(some.unread[0].name, "other");
+  EXPECT_EQ(some.unread[0].shape, std::vector<int64_t>{4096});
+}
+
 TEST_F(WeightsTest, CppTorchSaveOfTheModule) {
   GatherLinear saved(GatherLinearOptions(3, 4, 5));
   torch::save(saved, path("module.pt"));

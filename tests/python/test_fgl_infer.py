@@ -604,6 +604,20 @@ def test_pickle_without_tensors(tmp_path, problem, obj, message):
     assert_error(result, DATAERR, message, tmp_path=tmp_path)
 
 
+def test_weights_viewing_one_storage_in_a_bigger_checkpoint(tmp_path, problem):
+    # Python's torch.save keeps views as views of one storage: the weight
+    # and bias are slices of one buffer, beside entries fgl leaves unread.
+    x, _ = problem
+    buffer = torch.randn(57, 128)
+    weight, bias = buffer[:56], buffer[56, :56]
+    torch.save({"embed.weight": torch.randn(1000, 64), "proj.weight": weight,
+                "proj.bias": bias, "step": 7}, tmp_path / "ckpt.pt")
+    result = run("--input", tmp_path / "x.pt", "--weights",
+                 tmp_path / "ckpt.pt", "--output", tmp_path / "y.pt")
+    assert result.returncode == OK, result.stderr
+    assert_matches(load(tmp_path / "y.pt"), reference(x, weight, bias))
+
+
 def test_weights_as_a_whole_pickled_module(tmp_path, problem):
     torch.save(torch.nn.Linear(128, 56), tmp_path / "module.pt")
     result = run("--input", tmp_path / "x.pt", "--weights",
