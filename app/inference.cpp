@@ -422,6 +422,10 @@ InferReport run_inference(const InferOptions& o) {
   const Chunks chunks = make_chunks(input, device, dtype, o.batch_size);
   const auto results =
       run_batches(model, chunks, input.names, o.check, tolerance, report);
+  // A model that exposes no weights tells K by its output.
+  if (report.K == 0 && !results.empty() && results.front().dim() == 2) {
+    report.K = results.front().size(1);
+  }
   if (o.iters > 0) {
     benchmark(model, chunks, device, o.warmup, o.iters, report);
   }

@@ -54,7 +54,7 @@ ModelForwards forwards_of(const char* format, const std::string& noun,
       "x must be (R, B, H) and proj.weight (K, R*H)",
       [&] { return reference_forward(weights, o, R, H, device, dtype); });
   forwards.K = weights ? weights->K() : 0;
-  forwards.bias = weights && weights->bias;
+  if (weights) forwards.bias = weights->bias.has_value();
   return forwards;
 }
 

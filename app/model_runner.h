@@ -7,6 +7,7 @@
 #include <c10/core/Device.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "models/weights.h"
@@ -20,8 +21,8 @@ struct ModelForwards {
   Forward run;         // the forward under test
   Forward reference;   // proj(cat(x.unbind(0), -1)); empty when not checked
   std::string format;  // "torchscript" or "aoti"
-  int64_t K = 0;
-  bool bias = false;
+  int64_t K = 0;       // 0: unknown until the model has run
+  std::optional<bool> bias;             // unknown for a model without weights
   c10::ScalarType dtype = c10::kFloat;  // what x must be converted to
 };
 

@@ -98,9 +98,11 @@ CheckFailure describe_check_failure(const InferReport& r) {
 void print_text(const InferReport& r, std::ostream& os) {
   os << (r.demo ? "demo problem (built in, fixed seed)" : r.input)
      << ": R=" << r.R << " H=" << r.H << " K=" << r.K
-     << (r.bias ? " with bias" : " no bias") << ", " << r.batches.size()
-     << " batch(es), B=" << r.rows << " rows in all, " << r.dtype << " on "
-     << r.device << "\n";
+     << (!r.bias   ? " bias unknown"
+         : *r.bias ? " with bias"
+                   : " no bias")
+     << ", " << r.batches.size() << " batch(es), B=" << r.rows
+     << " rows in all, " << r.dtype << " on " << r.device << "\n";
   if (!r.model.empty()) {
     os << "model " << r.model << " (" << r.model_format
        << "), checked against proj(cat(x.unbind(0), -1)) over its weights\n";
@@ -110,9 +112,12 @@ void print_text(const InferReport& r, std::ostream& os) {
                 "rows", "max_abs_err", "max_rel_err", "check");
   os << line;
   for (const auto& b : r.batches) {
-    std::snprintf(line, sizeof(line), "  %-16s %8lld %12.3g %12.3g  %s",
-                  b.name.c_str(), static_cast<long long>(b.rows), b.max_abs_err,
-                  b.max_rel_err,
+    // Errors are measured only by the check.
+    const std::string abs_err = r.checked ? format("%.3g", b.max_abs_err) : "-";
+    const std::string rel_err = r.checked ? format("%.3g", b.max_rel_err) : "-";
+    std::snprintf(line, sizeof(line), "  %-16s %8lld %12s %12s  %s",
+                  b.name.c_str(), static_cast<long long>(b.rows),
+                  abs_err.c_str(), rel_err.c_str(),
                   !r.checked ? "-" : (b.passed ? "pass" : "FAIL"));
     os << line;
     if (b.nonfinite > 0) {
@@ -180,14 +185,18 @@ void print_text(const InferReport& r, std::ostream& os) {
 
 void print_json(const InferReport& r, std::ostream& os) {
   nlohmann::ordered_json batches = nlohmann::ordered_json::array();
+  // What the check did not measure is null.
+  const auto checked = [&](auto value) {
+    return r.checked ? nlohmann::ordered_json(value) : nlohmann::ordered_json();
+  };
   for (const auto& b : r.batches) {
     batches.push_back({{"name", b.name},
                        {"rows", b.rows},
                        {"chunks", b.chunks},
-                       {"max_abs_err", b.max_abs_err},
-                       {"max_rel_err", b.max_rel_err},
+                       {"max_abs_err", checked(b.max_abs_err)},
+                       {"max_rel_err", checked(b.max_rel_err)},
                        {"nonfinite", b.nonfinite},
-                       {"passed", b.passed}});
+                       {"passed", checked(b.passed)}});
   }
   nlohmann::ordered_json j = {
       {"version", version_text()},
@@ -210,14 +219,15 @@ void print_json(const InferReport& r, std::ostream& os) {
       {"R", r.R},
       {"H", r.H},
       {"K", r.K},
-      {"bias", r.bias},
+      {"bias",
+       r.bias ? nlohmann::ordered_json(*r.bias) : nlohmann::ordered_json()},
       {"batch_size", r.batch_size},
       {"rows", r.rows},
       {"check",
        {{"enabled", r.checked},
         {"atol", r.atol},
         {"rtol", r.rtol},
-        {"passed", r.passed}}},
+        {"passed", checked(r.passed)}}},
       {"batches", batches},
       {"benchmark", nullptr},
   };

@@ -36,7 +36,7 @@ struct InferReport {
   std::string output;               // empty: not written
   std::string device, dtype;
   int64_t R = 0, H = 0, K = 0;
-  bool bias = false;
+  std::optional<bool> bias;  // unknown for a model without weights
   int64_t batch_size = 0;
   int64_t rows = 0;
   bool checked = false;

@@ -237,6 +237,15 @@ def test_model_without_proj_needs_no_check(tmp_path, gather_proj):
     assert result.returncode == OK, result.stderr
     out = torch.load(tmp_path / "y.pt", weights_only=True)
     assert_close(out["a"], reference(xs["a"], gather_proj.proj.weight, None))
+    # Only what was measured is reported: K from the output, the bias and
+    # the errors unknown.
+    assert f"K={K} bias unknown" in result.stdout
+    assert "check skipped" in result.stdout
+    report = json.loads(run(*args, "--no-check", "--json").stdout)
+    assert report["K"] == K and report["bias"] is None
+    assert report["check"]["passed"] is None
+    assert all(b["max_abs_err"] is None and b["passed"] is None
+               for b in report["batches"])
 
 
 def test_model_and_weights_are_exclusive(torchscript_file, tmp_path):
