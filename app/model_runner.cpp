@@ -17,6 +17,14 @@ constexpr const char* kModelHint =
     "AOTInductor package (.pt2) whose forward takes x (R, B, H); "
     "examples/export_model.py writes both";
 
+// The prefix of the layer whose weights the reference uses: --weights-prefix
+// (trailing dot optional), else GatherLinear's "proj.".
+std::string layer_prefix(const InferOptions& o) {
+  if (o.weights_prefix.empty()) return "proj.";
+  return o.weights_prefix.back() == '.' ? o.weights_prefix
+                                        : o.weights_prefix + ".";
+}
+
 // The reference over the model's own weights; empty without them, which
 // only --no-check accepts.
 Forward reference_forward(const std::optional<models::LinearWeights>& weights,
@@ -27,10 +35,12 @@ Forward reference_forward(const std::optional<models::LinearWeights>& weights,
   }
   if (!weights) {
     throw AppError(kExitDataErr,
-                   "model " + o.model +
-                       " has no proj.weight parameter, so there is no "
-                       "reference to check it against",
-                   "pass --no-check to run it unchecked");
+                   "model " + o.model + " has no " + layer_prefix(o) +
+                       "weight parameter, so there is no reference to check "
+                       "it against",
+                   "pass --weights-prefix with the name of the model's "
+                   "linear layer (e.g. out_proj), or --no-check to run it "
+                   "unchecked");
   }
   return weights_forwards(*weights, R, H, device, dtype).reference;
 }
@@ -42,7 +52,7 @@ ModelForwards forwards_of(const char* format, const std::string& noun,
                           std::shared_ptr<Model> model, const InferOptions& o,
                           const c10::Device& device, c10::ScalarType dtype,
                           int64_t R, int64_t H) {
-  const auto weights = model->weights();
+  const auto weights = model->weights(layer_prefix(o));
   ModelForwards forwards;
   forwards.format = format;
   forwards.dtype = dtype;
@@ -51,7 +61,7 @@ ModelForwards forwards_of(const char* format, const std::string& noun,
   };
   forwards.reference = or_fail(
       kExitDataErr, noun + " " + o.model + " does not fit the input",
-      "x must be (R, B, H) and proj.weight (K, R*H)",
+      "x must be (R, B, H) and " + layer_prefix(o) + "weight (K, R*H)",
       [&] { return reference_forward(weights, o, R, H, device, dtype); });
   forwards.K = weights ? weights->K() : 0;
   if (weights) forwards.bias = weights->bias.has_value();
@@ -121,7 +131,7 @@ ModelForwards aoti_forwards(const InferOptions& o, const c10::Device& device,
   auto model = or_fail(
       kExitDataErr, "cannot load package " + o.model, kModelHint,
       [&] { return std::make_shared<models::AotiModel>(o.model, device); });
-  const auto weights = model->weights();
+  const auto weights = model->weights(layer_prefix(o));
   if (weights && weights->weight.scalar_type() != dtype) {
     if (o.dtype != "auto") {
       throw AppError(

@@ -44,8 +44,9 @@ refused.
 --output is written in the input's structure, read it with torch.load; a
 name ending in .safetensors writes safetensors.
 --model takes a TorchScript file or an AOTInductor package (.pt2) whose
-forward takes x (R, B, H), e.g. from examples/export_model.py. Model files are
-code: load only files you trust.
+forward takes x (R, B, H), e.g. from examples/export_model.py, checked against
+its layer proj (or --weights-prefix). Model files are code: load only files
+you trust.
 
 Exit codes: 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,
 69 device unavailable, 70 internal error, 73 cannot create output.
@@ -156,7 +157,7 @@ void validate(const InferOptions& o) {
                     : "--input needs --weights (the linear layer to apply)");
   }
   if (o.input.empty() && !o.weights_prefix.empty()) {
-    usage_error("--weights-prefix needs --weights");
+    usage_error("--weights-prefix needs --weights or --model");
   }
   // "-" is not standard input or output here: tensor files are read at
   // offsets (zip, safetensors) and written atomically, neither of which a
@@ -211,7 +212,8 @@ Command parse_command_line(int argc, const char* const* argv) {
      cxxopts::value<std::string>(), "FILE")
     ("model", "TorchScript model or AOTInductor package (.pt2) taking x",
      cxxopts::value<std::string>(), "FILE")
-    ("weights-prefix", "prefix of weight/bias in a bigger state_dict",
+    ("weights-prefix", "prefix of weight/bias in a bigger state_dict, or "
+     "of the linear layer a --model is checked against (default proj)",
      cxxopts::value<std::string>(), "PREFIX")
     ("output", "write results (B, K), structured like the input",
      cxxopts::value<std::string>(), "FILE")

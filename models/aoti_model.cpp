@@ -62,7 +62,8 @@ at::Tensor AotiModel::forward(const at::Tensor& x) {
   return outputs[0];
 }
 
-std::optional<LinearWeights> AotiModel::weights() const {
+std::optional<LinearWeights> AotiModel::weights(
+    const std::string& prefix) const {
   auto* runner = loader_->get_runner();
   const auto constants = runner->extract_constants_map(/*use_inactive=*/false);
   const auto fqns = runner->getConstantNamesToOriginalFQNs();
@@ -81,11 +82,11 @@ std::optional<LinearWeights> AotiModel::weights() const {
     }
     return std::nullopt;
   };
-  const auto weight = find("proj.weight");
+  const auto weight = find(prefix + "weight");
   if (!weight) {
     return std::nullopt;
   }
-  return LinearWeights{*weight, find("proj.bias"), "proj.", {}};
+  return LinearWeights{*weight, find(prefix + "bias"), prefix, {}};
 }
 
 }  // namespace fgl::models

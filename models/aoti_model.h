@@ -45,9 +45,11 @@ class AotiModel {
 
   at::Tensor forward(const at::Tensor& x);
 
-  /// proj.weight / proj.bias from the package's constants; nullopt when the
-  /// package does not hold a proj.weight constant.
-  std::optional<LinearWeights> weights() const;
+  /// `<prefix>weight` / `<prefix>bias` (by default GatherLinear's `proj.`)
+  /// from the package's constants; nullopt when the package does not hold
+  /// that weight. `prefix` ends in a dot.
+  std::optional<LinearWeights> weights(
+      const std::string& prefix = "proj.") const;
 
   const std::unordered_map<std::string, std::string>& metadata() const {
     return metadata_;

@@ -100,19 +100,20 @@ at::Tensor ScriptedModel::forward(const at::Tensor& x) {
   return out.toTensor();
 }
 
-std::optional<LinearWeights> ScriptedModel::weights() const {
+std::optional<LinearWeights> ScriptedModel::weights(
+    const std::string& prefix) const {
   LinearWeights w;
   for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
-    if (p.name == "proj.weight") {
+    if (p.name == prefix + "weight") {
       w.weight = p.value.detach();
-    } else if (p.name == "proj.bias") {
+    } else if (p.name == prefix + "bias") {
       w.bias = p.value.detach();
     }
   }
   if (!w.weight.defined()) {
     return std::nullopt;
   }
-  w.prefix = "proj.";
+  w.prefix = prefix;
   return w;
 }
 

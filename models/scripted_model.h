@@ -26,10 +26,11 @@ class ScriptedModel {
 
   at::Tensor forward(const at::Tensor& x);
 
-  /// `proj.weight` and `proj.bias` from the named parameters (the
-  /// GatherLinear layout), as they are now (device, dtype); nullopt without
-  /// a proj.weight.
-  std::optional<LinearWeights> weights() const;
+  /// `<prefix>weight` and `<prefix>bias` from the named parameters (by
+  /// default GatherLinear's `proj.`), as they are now (device, dtype);
+  /// nullopt without that weight. `prefix` ends in a dot.
+  std::optional<LinearWeights> weights(
+      const std::string& prefix = "proj.") const;
 
   /// An int attribute of the module (R, H, K of GatherLinear), if it has one.
   std::optional<int64_t> int_attribute(const std::string& name) const;

@@ -248,6 +248,35 @@ def test_model_without_proj_needs_no_check(tmp_path, gather_proj):
                for b in report["batches"])
 
 
+def test_weights_prefix_names_the_models_layer(tmp_path, gather_proj):
+    class OutProj(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.out_proj = torch.nn.Linear(R * H, K)
+            with torch.no_grad():
+                self.out_proj.weight.copy_(gather_proj.proj.weight)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.ops.fgl.gather_linear(x, self.out_proj.weight,
+                                               self.out_proj.bias)
+
+    model = OutProj()
+    torch.jit.script(model).save(str(tmp_path / "outproj.pt"))
+    xs = inputs(tmp_path)
+    args = ["--input", tmp_path / "x.pt", "--model", tmp_path / "outproj.pt",
+            "--output", tmp_path / "y.pt"]
+    assert_error(run(*args), DATAERR, "no proj.weight", "--weights-prefix",
+                 output=tmp_path / "y.pt")
+    for prefix in ("out_proj", "out_proj."):
+        result = run(*args, "--weights-prefix", prefix, "--json")
+        assert result.returncode == OK, result.stderr
+        report = json.loads(result.stdout)
+        assert report["check"]["passed"] is True and report["bias"] is True
+        out = torch.load(tmp_path / "y.pt", weights_only=True)
+        assert_close(out["a"], reference(xs["a"], model.out_proj.weight,
+                                         model.out_proj.bias))
+
+
 def test_model_and_weights_are_exclusive(torchscript_file, tmp_path):
     inputs(tmp_path)
     torch.save(torch.nn.Linear(R * H, K).state_dict(), tmp_path / "w.pt")
