@@ -148,6 +148,17 @@ ModelForwards aoti_forwards(const InferOptions& o, const c10::Device& device,
               c10::getDtypeNames(dtype).first);
   }
   auto forwards = forwards_of("aoti", "package", model, o, device, dtype, R, H);
+  if (forwards.reference && weights && !weights->bias) {
+    // AOTInductor may fold the bias into the package's code (exported under
+    // no_grad, only proj.weight stays a constant), so a missing bias
+    // constant does not mean there is none: the check adds the model's own
+    // answer for x = 0, which is its bias whatever it folded.
+    forwards.reference =
+        [model, linear = forwards.reference](const at::Tensor& x) mutable {
+          return linear(x) + model->forward(at::zeros_like(x));
+        };
+    forwards.bias = std::nullopt;
+  }
   const auto k = metadata.find("K");
   if (forwards.K == 0 && k != metadata.end())
     forwards.K = std::stoll(k->second);

@@ -138,6 +138,35 @@ def test_aoti_package_on_cpu(aoti_cpu, gather_proj, tmp_path):
     assert "(aoti)" in result.stdout
 
 
+def test_aoti_package_with_a_folded_bias(tmp_path):
+    # A plain export of nn.Linear under no_grad: AOTInductor folds the bias
+    # into the package's code and keeps only proj.weight as a constant.
+    class CatLinear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(3 * 8, 5)
+
+        def forward(self, x):
+            return self.proj(torch.cat(x.unbind(0), -1))
+
+    model = CatLinear().eval()
+    with torch.no_grad():
+        model.proj.bias.uniform_(1, 2)
+    x = torch.randn(3, 4, 8)
+    torch.save(x, tmp_path / "x.pt")
+    with torch.no_grad():
+        package = torch._inductor.aoti_compile_and_package(
+            torch.export.export(model, (x,)),
+            package_path=str(tmp_path / "linear.pt2"))
+    result = run("--input", tmp_path / "x.pt", "--model", package,
+                 "--output", tmp_path / "y.pt", "--json")
+    assert result.returncode == OK, result.stdout + result.stderr
+    assert json.loads(result.stdout)["check"]["passed"] is True
+    with torch.no_grad():
+        want = model(x)
+    assert_close(torch.load(tmp_path / "y.pt", weights_only=True), want)
+
+
 def test_aoti_package_benchmark_json(aoti_cpu, tmp_path):
     inputs(tmp_path)
     result = run("--input", tmp_path / "x.pt", "--model", aoti_cpu,
