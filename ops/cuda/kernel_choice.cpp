@@ -82,11 +82,14 @@ bool warp_dot_wins(const Problem& p) {
   }
 }
 
+// Tiles of out the Hopper tensor-core kernel covers `p` with.
+int64_t wgmma_tiles(const Problem& p) {
+  return ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, kWgmmaTileCols);
+}
+
 // The measured table's verdict for the Hopper tensor-core kernel.
 bool wgmma_wins(const Problem& p) {
-  const int64_t tiles =
-      ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, kWgmmaTileCols);
-  return p.element_size == 2 && tiles >= kMinWgmmaTiles &&
+  return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K * p.R * p.H * p.element_size <= kMaxWgmmaWeightBytes;
 }
 
@@ -205,13 +208,13 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
 }
 
 bool can_run_wgmma(const Problem& p) {
+  // The kernel counts rows, columns and tiles in 32-bit ints.
   const int64_t C = p.R * p.H;
-  const int64_t tiles =
-      ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, kWgmmaTileCols);
   return p.wgmma_built && p.arch == kMeasuredArch && p.element_size == 2 &&
          p.x_tma_ok && p.weight_tma_ok && p.B > 0 && p.K > 0 && C > 0 &&
-         p.B <= INT32_MAX && p.K <= INT32_MAX && C <= INT32_MAX &&
-         tiles <= INT32_MAX;
+         p.B <= INT32_MAX - kWgmmaTileRows &&
+         p.K <= INT32_MAX - kWgmmaTileCols && C <= INT32_MAX &&
+         wgmma_tiles(p) <= INT32_MAX;
 }
 
 RouteChoice choose(const Problem& p) {

@@ -81,7 +81,7 @@ std::optional<WarpDotPlan> plan_warp_dot(const Problem& p);
 
 /// Whether the Hopper tensor-core kernel can take `p`: built, sm_90,
 /// float16 or bfloat16, x and the weight readable by the copy engine, and
-/// every size below 2^31.
+/// every size (and the tiles of out) below 2^31.
 bool can_run_wgmma(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot or kStream.

@@ -10,10 +10,12 @@
 // the 64-wide K-tile costs zeros multiplied, not a second path. The
 // contraction walks the (h-tile, r) pairs in order.
 //
-// One block computes a 128 x 256 tile of out: a producer warp group issues
-// the copies into a ring of kStages stages (an mbarrier pipeline), two
-// consumer warp groups multiply with wgmma (64 x 256 each, float32
-// accumulators) and add the bias in float32 before the one rounding to T.
+// A persistent block per multiprocessor takes 128 x 256 tiles of out in
+// turn: a producer warp group issues the copies into a ring of kStages
+// stages (an mbarrier pipeline), two consumer warp groups multiply with
+// wgmma (64 x 256 each, float32 accumulators), add the bias in float32,
+// round once to T and hand the tile back through shared memory to TMA
+// stores, while the producer already fills the next tile's stages.
 #pragma once
 
 #include <cutlass/arch/barrier.h>
@@ -104,6 +106,15 @@ CUTE_HOST_DEVICE auto x_tensor(const GatherLinearParams<T>& p) {
 }
 
 template <typename T>
+CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
+  using E = typename Config<T>::Element;
+  return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.weight)),
+                     make_shape(static_cast<int>(p.K), static_cast<int>(p.H),
+                                static_cast<int>(p.R)),
+                     make_stride(p.weight_stride_k, Int<1>{}, p.H));
+}
+
+template <typename T>
 CUTE_HOST_DEVICE auto out_tensor(const GatherLinearParams<T>& p) {
   using E = typename Config<T>::Element;
   return make_tensor(make_gmem_ptr(reinterpret_cast<E*>(p.out)),
@@ -122,15 +133,6 @@ bool out_tma_ok(const GatherLinearParams<T>& p) {
 
 /// Stands for the store atom where out is written by plain stores.
 struct NoTmaStore {};
-
-template <typename T>
-CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
-  using E = typename Config<T>::Element;
-  return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.weight)),
-                     make_shape(static_cast<int>(p.K), static_cast<int>(p.H),
-                                static_cast<int>(p.R)),
-                     make_stride(p.weight_stride_k, Int<1>{}, p.H));
-}
 
 template <typename T>
 using Pair =
