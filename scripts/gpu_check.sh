@@ -5,6 +5,10 @@
 # compute-sanitizer (memcheck, racecheck, initcheck). Logs go to the folder
 # given (default: gpu-logs/), eight files at most; a summary is printed last.
 # Usage: scripts/gpu_check.sh [LOG_DIR] [fgl_bench args...]
+# The Hopper tensor-core kernel is built only where CUTLASS's headers are
+# found: nvidia-cutlass importable by that machine's Python (e.g. a carried
+# wheel installed with pip --target and put on PYTHONPATH), or
+# FGL_CUTLASS_INCLUDE_DIR; the summary says whether it was.
 # FGL_GPU_CTEST_ARGS narrows the test step when GPU time is short, e.g. the
 # CUDA-touching tests:
 #   FGL_GPU_CTEST_ARGS='-R Cuda|Sweep|OnGpu|StreamKernel|WarpDotKernel|cuda[.]'
@@ -40,7 +44,10 @@ cat "$summary"
 if [ -x /usr/bin/g++ ]; then
   export CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
 fi
-step build "$FGL_ROOT/scripts/build.sh" -DFGL_BUILD_BENCH=ON || exit 1
+step build "$FGL_ROOT/scripts/build.sh" -DFGL_BUILD_BENCH=ON \
+  ${FGL_CUTLASS_INCLUDE_DIR:+-DFGL_CUTLASS_INCLUDE_DIR="$FGL_CUTLASS_INCLUDE_DIR"} ||
+  exit 1
+grep -h -m1 "tensor-core kernel" "$logs/build.log" | tee -a "$summary"
 # shellcheck disable=SC2086  # FGL_GPU_CTEST_ARGS holds several arguments
 step ctest ctest --test-dir "$FGL_BUILD_DIR" --output-on-failure --parallel 8 \
   ${FGL_GPU_CTEST_ARGS:-}
