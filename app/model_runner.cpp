@@ -20,9 +20,8 @@ constexpr const char* kModelHint =
 // The prefix of the layer whose weights the reference uses: --weights-prefix
 // (trailing dot optional), else GatherLinear's "proj.".
 std::string layer_prefix(const InferOptions& o) {
-  if (o.weights_prefix.empty()) return "proj.";
-  return o.weights_prefix.back() == '.' ? o.weights_prefix
-                                        : o.weights_prefix + ".";
+  return o.weights_prefix.empty() ? "proj."
+                                  : models::dotted_prefix(o.weights_prefix);
 }
 
 // The reference over the model's own weights; empty without them, which

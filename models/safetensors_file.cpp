@@ -3,8 +3,6 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include <algorithm>
-
 #include "models/input_file.h"
 #include "models/safetensors_header.h"
 
@@ -105,8 +103,7 @@ TensorFile read_safetensors(const InputFile& file,
     const uint64_t data_start = 8 + n;
     for (const auto& e :
          parse_safetensors_header(json, file_size - data_start)) {
-      if (!only.empty() &&
-          std::find(only.begin(), only.end(), e.name) == only.end()) {
+      if (!wanted(only, e.name)) {
         out.unread.push_back({e.name, e.shape});
         continue;
       }

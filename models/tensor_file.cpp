@@ -138,8 +138,7 @@ TensorFile load_wanted(TorchSaveFile& archive, TensorFile file,
   out.format = file.format;
   out.layout = file.layout;
   for (size_t i = 0; i < file.names.size(); ++i) {
-    if (!only.empty() &&
-        std::find(only.begin(), only.end(), file.names[i]) == only.end()) {
+    if (!wanted(only, file.names[i])) {
       out.unread.push_back(
           {std::move(file.names[i]), file.tensors[i].sizes().vec()});
       continue;
@@ -207,6 +206,11 @@ const char* to_string(FileFormat format) {
       return "safetensors";
   }
   return "?";
+}
+
+bool wanted(const std::vector<std::string>& only, const std::string& name) {
+  return only.empty() ||
+         std::find(only.begin(), only.end(), name) != only.end();
 }
 
 TensorFile read_tensor_file(const std::string& path, bool nested,

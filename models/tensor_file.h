@@ -56,6 +56,10 @@ TensorFile read_tensor_file(const std::string& path, bool nested = false,
                             uint64_t max_expanded = UINT64_MAX,
                             const std::vector<std::string>& only = {});
 
+/// Whether read_tensor_file's `only` asks for the entry `name` (an empty
+/// list asks for every entry).
+bool wanted(const std::vector<std::string>& only, const std::string& name);
+
 /// Writes the tensors (moved to the CPU) in `layout` as Python's torch.save
 /// would, or, where `path` ends in ".safetensors", as a safetensors file
 /// (a dict of `names`, whatever the layout), atomically: a failure leaves no

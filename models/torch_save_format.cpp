@@ -821,14 +821,6 @@ bool holds_torchscript(caffe2::serialize::PyTorchStreamReader& archive) {
 
 }  // namespace
 
-c10::IValue read_torch_save(const InputFile& file, bool* torchscript,
-                            uint64_t max_expanded) {
-  check_zip(file, max_expanded);
-  caffe2::serialize::PyTorchStreamReader archive(file.adapter());
-  if (torchscript != nullptr) *torchscript = holds_torchscript(archive);
-  return read_archive(archive);
-}
-
 struct TorchSaveFile::State {
   explicit State(
       std::shared_ptr<caffe2::serialize::ReadAdapterInterface> adapter)

@@ -20,23 +20,17 @@ namespace fgl::models {
 
 class InputFile;
 
-/// Reads the object a torch.save zip file holds, tensors on the CPU. Python
-/// objects it does not know (an argparse.Namespace in a checkpoint, say)
-/// become None. Objects of TorchScript classes (TorchScript archives use the
-/// same format) become dicts of their attributes; no code of theirs runs, and
-/// one whose state is not an attribute dict (a custom __setstate__) is
-/// refused. Throws c10::Error for a damaged or non-torch.save file.
-/// `torchscript` (optional) tells whether the archive holds TorchScript code
-/// (a TorchScript module, or the archive C++ torch::save writes); an archive
-/// whose records expand to more than `max_expanded` bytes is refused.
-c10::IValue read_torch_save(const InputFile& file, bool* torchscript = nullptr,
-                            uint64_t max_expanded = UINT64_MAX);
-
 /// A torch.save (or TorchScript) zip file read in two steps: the pickle
-/// first, as read_torch_save reads it but with every tensor on the meta
-/// device (sizes, strides and dtype, no bytes read), then the bytes of the
-/// tensors asked for. A checkpoint's one layer is taken this way without
-/// reading the rest. `file` must outlive this object.
+/// first, with every tensor on the meta device (sizes, strides and dtype, no
+/// bytes read), then the bytes of the tensors asked for. A checkpoint's one
+/// layer is taken this way without reading the rest. Python objects the
+/// pickle holds that fgl does not know (an argparse.Namespace in a
+/// checkpoint, say) become None. Objects of TorchScript classes (TorchScript
+/// archives use the same format) become dicts of their attributes; no code
+/// of theirs runs, and one whose state is not an attribute dict (a custom
+/// __setstate__) is refused. Throws c10::Error for a damaged or
+/// non-torch.save file, or one whose records expand to more than
+/// `max_expanded` bytes. `file` must outlive this object.
 class TorchSaveFile {
  public:
   explicit TorchSaveFile(const InputFile& file,
@@ -45,7 +39,8 @@ class TorchSaveFile {
   TorchSaveFile(const TorchSaveFile&) = delete;
   TorchSaveFile& operator=(const TorchSaveFile&) = delete;
 
-  /// Whether the archive holds TorchScript code (see read_torch_save).
+  /// Whether the archive holds TorchScript code (a TorchScript module, or
+  /// the archive C++ torch::save writes).
   bool torchscript() const;
   /// The object the file holds, its tensors on the meta device.
   const c10::IValue& root() const;
@@ -58,7 +53,9 @@ class TorchSaveFile {
   std::unique_ptr<State> state_;
 };
 
-/// read_torch_save on a file's bytes held in memory (the fuzz target's way in).
+/// The object of a torch.save file's bytes held in memory, read as
+/// TorchSaveFile reads it but with its tensors on the CPU (the fuzz target's
+/// way in).
 c10::IValue read_torch_save(const void* data, size_t size);
 
 /// The bytes of a torch.save zip file holding `value` (tensors, lists,

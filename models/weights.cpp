@@ -60,7 +60,7 @@ std::string list_names(const TensorFile& file) {
 // The prefixes read_weights tries, in order.
 std::vector<std::string> candidate_prefixes(const std::string& prefix) {
   if (prefix.empty()) return {"", "proj."};
-  return {prefix.back() == '.' ? prefix : prefix + "."};
+  return {dotted_prefix(prefix)};
 }
 
 // <p>weight and <p>bias for every candidate prefix p.
@@ -140,6 +140,10 @@ LinearWeights read_sharded(const std::string& index_path,
 }
 
 }  // namespace
+
+std::string dotted_prefix(const std::string& prefix) {
+  return prefix.empty() || prefix.back() == '.' ? prefix : prefix + ".";
+}
 
 LinearWeights read_weights(const std::string& path, const std::string& prefix,
                            uint64_t max_expanded) {

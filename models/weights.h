@@ -25,6 +25,10 @@ struct LinearWeights {
   int64_t in_features() const { return weight.size(1); }
 };
 
+/// A layer's name prefix as a user gives it ("encoder.out_proj", with or
+/// without its trailing dot), ending in a dot.
+std::string dotted_prefix(const std::string& prefix);
+
 /// Reads `<prefix>weight` and, when present, `<prefix>bias` from `path`. An
 /// empty prefix looks for "weight", then "proj.weight"; a prefix may be given
 /// with or without its trailing dot. `path` may be a sharded checkpoint's
