@@ -1,12 +1,14 @@
 // CUDA-only properties of fgl::gather_linear: stream and device handling.
 // Skips where the process sees no GPU.
 #include <ATen/ATen.h>
+#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <vector>
 
 #include "fgl/gather_linear.h"
 #include "test_support.h"
@@ -138,6 +140,71 @@ TEST(StreamKernel, NanAndInfPropagateAsInTheReference) {
 TEST(WarpDotKernel, NanAndInfPropagateAsInTheReference) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWarpDot);
+}
+
+// Allows TF32 in float32 matmuls (at::globalContext()) while it lives.
+class ScopedTf32 {
+ public:
+  explicit ScopedTf32(bool allow)
+      : saved_(at::globalContext().allowTF32CuBLAS()) {
+    at::globalContext().setAllowTF32CuBLAS(allow);
+  }
+  ~ScopedTf32() { at::globalContext().setAllowTF32CuBLAS(saved_); }
+  ScopedTf32(const ScopedTf32&) = delete;
+  ScopedTf32& operator=(const ScopedTf32&) = delete;
+
+ private:
+  bool saved_;
+};
+
+// float32 values rounded to TF32 (10 mantissa bits, to nearest even): what
+// the copy engine hands the TF32 tensor cores.
+at::Tensor round_to_tf32(const at::Tensor& v) {
+  const auto bits = v.cpu().contiguous().view(at::kInt);
+  const auto odd = bits.bitwise_right_shift(13).bitwise_and(1);
+  return (bits + 0xfff + odd).bitwise_and(~0x1fff).view(at::kFloat);
+}
+
+bool runs_tensor_core_kernel() {
+#ifdef FGL_WITH_WGMMA
+  return at::cuda::getCurrentDeviceProperties()->major == 9;
+#else
+  return false;
+#endif
+}
+
+// float32 takes the Hopper tensor-core kernel only where the user allowed
+// TF32: then it computes the float64 sum of the TF32-rounded operands to
+// about float32 accuracy; otherwise it stays float32-accurate. The shapes cover
+// an H that is not a multiple of the 32-wide K-tile, out rows the copy
+// engine cannot store (K odd) and several tiles.
+TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const at::Device dev(at::kCUDA, 0);
+  const ScopedRoute forced(cuda::Route::kWgmma);
+  for (const Shape& s : std::vector<Shape>{
+           {32, 300, 128, 520}, {3, 200, 40, 300}, {1, 130, 128, 257}}) {
+    SCOPED_TRACE(::testing::Message() << s);
+    const auto x = random_tensor({s.R, s.B, s.H}, at::kFloat, dev);
+    const auto w = random_tensor({s.K, s.R * s.H}, at::kFloat, dev);
+    const auto b = random_tensor({s.K}, at::kFloat, dev);
+    const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
+    {
+      const ScopedTf32 tf32(false);
+      EXPECT_TRUE(matches_reference(gather_linear(x, w, b),
+                                    reference_gather_linear(x, w, b), ref_abs));
+    }
+    if (runs_tensor_core_kernel()) {
+      const ScopedTf32 tf32(true);
+      auto out = at::full({s.B, s.K}, NAN, x.options());
+      gather_linear_out(out, x, w, b);
+      // The tensor cores' float32 additions truncate (bench/NOTES.md, v9):
+      // four times the rounding bound of a float32 sum.
+      EXPECT_TRUE(matches_reference(
+          out, reference_gather_linear(round_to_tf32(x), round_to_tf32(w), b),
+          4 * ref_abs));
+    }
+  }
 }
 
 TEST(GatherLinearCuda, FollowsInputsOffTheCurrentDevice) {

@@ -206,7 +206,7 @@ TEST(KernelChoice, WarpDotNeedsVectorLoads) {
   EXPECT_FALSE(plan_warp_dot(p).has_value());
 }
 
-TEST(KernelChoice, TensorCoreKernelNeedsHopperHalfTypesAndTheCopyEngine) {
+TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   Problem p = h200(32, 4096, 128, 4096, 2);
   p.x_tma_ok = true;
   p.wgmma_built = true;
@@ -217,10 +217,13 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperHalfTypesAndTheCopyEngine) {
   auto ampere = p;
   ampere.arch = 80;
   EXPECT_FALSE(can_run_wgmma(ampere));
+  // float32 multiplies as TF32 there: only where the user allowed TF32.
   for (int e : {4, 8}) {
     auto wide = p;
     wide.element_size = e;
     EXPECT_FALSE(can_run_wgmma(wide));
+    wide.tf32_allowed = true;
+    EXPECT_EQ(can_run_wgmma(wide), e == 4);
   }
   auto strided = p;
   strided.x_tma_ok = false;
@@ -258,8 +261,15 @@ TEST(KernelChoice, ManyTilesOfHalfTypesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 2)),
             Route::kCublasCat);
-  // float32 and float64 keep cuBLAS; so do builds without the kernel.
+  // float32 and float64 keep cuBLAS, float32 also where TF32 is allowed
+  // (the kernel's TF32 instance lost there); so do builds without the
+  // kernel.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 4)),
+            Route::kCublasCat);
+  Problem tf32 = h200_wgmma(32, 4096, 128, 4096, 4);
+  tf32.tf32_allowed = true;
+  EXPECT_EQ(choose_route(tf32), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 8)),
             Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(32, 4096, 128, 4096, 2)), Route::kCublasCat);
   // Few rows stay on the streaming kernel.

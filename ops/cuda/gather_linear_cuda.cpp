@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend_entry.h"
 #include "gather_linear_checks.h"
@@ -38,13 +39,15 @@ struct KernelType<at::BFloat16> {
   using type = __nv_bfloat16;
 };
 
-// The Hopper kernel exists for the half types in builds with CUTLASS; the
-// policy routes nothing else to it (can_run_wgmma).
+// The Hopper kernel exists for the half types and float32 (as TF32) in
+// builds with CUTLASS; the policy routes nothing else to it (can_run_wgmma).
 template <typename T>
 cudaError_t launch_wgmma_if_built(const GatherLinearParams<T>& p,
                                   cudaStream_t stream) {
 #ifdef FGL_WITH_WGMMA
-  if constexpr (sizeof(T) == 2) return cuda::launch_wgmma(p, stream);
+  if constexpr (!std::is_same_v<T, double>) {
+    return cuda::launch_wgmma(p, stream);
+  }
 #endif
   return cudaErrorNotSupported;
 }
@@ -76,6 +79,8 @@ cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
                 x.stride(1) % vec == 0 && aligned16(x.const_data_ptr());
   p.x_tma_ok = p.x_vectors && x.stride(0) > 0 && x.stride(1) > 0;
   p.x_gathered_view = x_view;
+  p.tf32_allowed =
+      x.scalar_type() == at::kFloat && at::globalContext().allowTF32CuBLAS();
 #ifdef FGL_WITH_WGMMA
   p.wgmma_built = true;
 #endif

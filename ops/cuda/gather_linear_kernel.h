@@ -37,8 +37,8 @@ cudaError_t launch_tiled(const GatherLinearParams<T>& params,
                          cudaStream_t stream);
 
 /// Enqueues the Hopper tensor-core kernel (wgmma_kernel.cuh; sm_90a, built
-/// where CUTLASS is found) on `stream`; T is __half or __nv_bfloat16 and the
-/// problem passes plan_wgmma().
+/// where CUTLASS is found) on `stream`; T is __half, __nv_bfloat16 or float
+/// (multiplied as TF32) and the problem passes can_run_wgmma().
 template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& params,
                          cudaStream_t stream);

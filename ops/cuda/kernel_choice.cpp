@@ -87,7 +87,9 @@ int64_t wgmma_tiles(const Problem& p) {
   return ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, kWgmmaTileCols);
 }
 
-// The measured table's verdict for the Hopper tensor-core kernel.
+// The measured table's verdict for the Hopper tensor-core kernel: half
+// types only, as its TF32 instance lost to cat + cuBLAS under TF32 at every
+// size measured (bench/NOTES.md, "v15").
 bool wgmma_wins(const Problem& p) {
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K * p.R * p.H * p.element_size <= kMaxWgmmaWeightBytes;
@@ -210,7 +212,9 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
 bool can_run_wgmma(const Problem& p) {
   // The kernel counts rows, columns and tiles in 32-bit ints.
   const int64_t C = p.R * p.H;
-  return p.wgmma_built && p.arch == kMeasuredArch && p.element_size == 2 &&
+  const bool tensor_core_type =
+      p.element_size == 2 || (p.element_size == 4 && p.tf32_allowed);
+  return p.wgmma_built && p.arch == kMeasuredArch && tensor_core_type &&
          p.x_tma_ok && p.weight_tma_ok && p.B > 0 && p.K > 0 && C > 0 &&
          p.B <= INT32_MAX - kWgmmaTileRows &&
          p.K <= INT32_MAX - kWgmmaTileCols && C <= INT32_MAX &&

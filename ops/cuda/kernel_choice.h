@@ -30,6 +30,10 @@ struct Problem {
   bool x_gathered_view = false;
   // This build has the Hopper tensor-core kernel (CUTLASS was found).
   bool wgmma_built = false;
+  // float32 may be multiplied as TF32: the user allowed it for float32
+  // matmuls (at::globalContext().allowTF32CuBLAS(), which the reference's
+  // cuBLAS call follows too). Otherwise float32 stays float32-accurate.
+  bool tf32_allowed = false;
 };
 
 enum class Route {
@@ -80,8 +84,9 @@ struct WarpDotPlan {
 std::optional<WarpDotPlan> plan_warp_dot(const Problem& p);
 
 /// Whether the Hopper tensor-core kernel can take `p`: built, sm_90,
-/// float16 or bfloat16, x and the weight readable by the copy engine, and
-/// every size (and the tiles of out) below 2^31.
+/// float16, bfloat16, or float32 where TF32 is allowed, x and the weight
+/// readable by the copy engine, and every size (and the tiles of out) below
+/// 2^31.
 bool can_run_wgmma(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot or kStream.

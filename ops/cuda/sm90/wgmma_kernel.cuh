@@ -5,10 +5,12 @@
 // batched GEMM, x is A = (B, H, R) with strides (x_stride_b, 1, x_stride_r)
 // and the weight is W = (K, H, R) with strides (weight_stride_k, 1, H), and
 // out = sum over r of A[:, :, r] @ W[:, :, r]^T. The copy engine (TMA) reads
-// (128 x 64) tiles of x[r] and (256 x 64) tiles of W[:, r*H : (r+1)*H] where
-// they lie, zero-filling past B, K and H, so an H that is not a multiple of
-// the 64-wide K-tile costs zeros multiplied, not a second path. The
-// contraction walks the (h-tile, r) pairs in order.
+// (128 x 128 bytes) tiles of x[r] and (256 x 128 bytes) tiles of
+// W[:, r*H : (r+1)*H] where they lie, zero-filling past B, K and H, so an H
+// that is not a multiple of the K-tile (64 halves, 32 floats) costs zeros
+// multiplied, not a second path. The contraction walks the (h-tile, r)
+// pairs in order. float16 and bfloat16 multiply as they are, float32 as
+// TF32 (only where the user allowed TF32).
 //
 // A persistent block per multiprocessor takes 128 x 256 tiles of out in
 // turn: a producer warp group issues the copies into a ring of kStages
@@ -32,29 +34,47 @@ namespace fgl::cuda::wgmma {
 
 using namespace cute;
 
-// CuTe's name for each storage type (same bits).
+// What the copy engine loads and wgmma multiplies (Operand), what out holds
+// (Out), in CuTe's names, and two adjacent columns of out stored as one
+// (Pair). float32 multiplies as TF32, which runs only where the user allowed
+// TF32 (kernel_choice.h): the copy engine rounds it to TF32 on the way into
+// shared memory, as CUTLASS's TF32 GEMMs have it do.
 template <typename T>
-struct CuteType;
+struct Types;
 template <>
-struct CuteType<__half> {
-  using type = cutlass::half_t;
+struct Types<__half> {
+  using Operand = cutlass::half_t;
+  using Out = cutlass::half_t;
+  using Pair = __half2;
 };
 template <>
-struct CuteType<__nv_bfloat16> {
-  using type = cutlass::bfloat16_t;
+struct Types<__nv_bfloat16> {
+  using Operand = cutlass::bfloat16_t;
+  using Out = cutlass::bfloat16_t;
+  using Pair = __nv_bfloat162;
+};
+template <>
+struct Types<float> {
+  using Operand = cutlass::tfloat32_t;
+  using Out = float;
+  using Pair = float2;
 };
 
 inline constexpr int kBM = 128;  // rows of B per block
 inline constexpr int kBN = 256;  // output columns per block
-inline constexpr int kBK = 64;   // contraction per stage: 128 bytes of half
 inline constexpr int kStages = 4;
-inline constexpr int kChunk = 64;             // out goes back in 64 x 64 pieces
+inline constexpr int kChunkRows = 64;         // out goes back in 64-row pieces
 inline constexpr int kConsumerThreads = 256;  // two warp groups
 inline constexpr int kThreads = 128 + kConsumerThreads;
 
 template <typename T>
 struct Config {
-  using Element = typename CuteType<T>::type;
+  using Element = typename Types<T>::Operand;
+  using Out = typename Types<T>::Out;
+  // Contraction per stage and columns per piece of out: 128-byte rows, the
+  // width of the swizzle.
+  static constexpr int kBK = 128 / sizeof(Element);
+  static constexpr int kChunkCols = 128 / sizeof(Out);
   using TileA = Shape<Int<kBM>, Int<kBK>>;
   using TileB = Shape<Int<kBN>, Int<kBK>>;
   // 128-byte swizzled rows: what both TMA writes and wgmma reads without
@@ -71,12 +91,12 @@ struct Config {
                            Shape<Int<64>, Int<kBN>, Int<kBK>>, GMMA::Major::K,
                            GMMA::Major::K>(),
       Layout<Shape<_2, _1, _1>>{}));
-  // One consumer warp group's 64 x 64 piece of out on its way to the copy
+  // One consumer warp group's 64-row piece of out on its way to the copy
   // engine, swizzled like the operands (conflict-free pair stores).
   using SmemLayoutC =
-      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
-                             make_shape(Int<kChunk>{}, Int<kChunk>{})));
-  using TileC = Shape<Int<kChunk>, Int<kChunk>>;
+      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Out>{},
+                             make_shape(Int<kChunkRows>{}, Int<kChunkCols>{})));
+  using TileC = Shape<Int<kChunkRows>, Int<kChunkCols>>;
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
   static constexpr uint32_t kStageBytes = (kBM + kBN) * kBK * sizeof(Element);
 };
@@ -89,7 +109,7 @@ struct SharedStorage {
       ArrayEngine<typename Cfg::Element, cosize_v<typename Cfg::SmemLayoutB>> b;
   // Two pieces of out per consumer warp group: one is filled while the
   // copy engine reads the other.
-  alignas(1024) ArrayEngine<typename Cfg::Element,
+  alignas(1024) ArrayEngine<typename Cfg::Out,
                             cosize_v<typename Cfg::SmemLayoutC>> c[2][2];
   float bias[2][kBN];  // each consumer warp group's copy of the tile's bias
   typename Cfg::Pipeline::SharedStorage pipeline;
@@ -116,7 +136,7 @@ CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
 
 template <typename T>
 CUTE_HOST_DEVICE auto out_tensor(const GatherLinearParams<T>& p) {
-  using E = typename Config<T>::Element;
+  using E = typename Config<T>::Out;
   return make_tensor(make_gmem_ptr(reinterpret_cast<E*>(p.out)),
                      make_shape(static_cast<int>(p.B), static_cast<int>(p.K)),
                      make_stride(p.out_stride_b, Int<1>{}));
@@ -135,8 +155,7 @@ bool out_tma_ok(const GatherLinearParams<T>& p) {
 struct NoTmaStore {};
 
 template <typename T>
-using Pair =
-    std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+using Pair = typename Types<T>::Pair;
 
 // Adds the bias, rounds once and stores the block's accumulators where out
 // is not the copy engine's; pairs of adjacent columns go out as one
@@ -146,7 +165,7 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
                                            const Accum& accum,
                                            const Coords& coords) {
   const bool pairs = p.out_stride_k == 1 && p.out_stride_b % 2 == 0 &&
-                     reinterpret_cast<uintptr_t>(p.out) % 4 == 0;
+                     reinterpret_cast<uintptr_t>(p.out) % sizeof(Pair<T>) == 0;
   CUTE_UNROLL
   for (int i = 0; i < size(accum); i += 2) {
     const int m = get<0>(coords(i));
@@ -171,7 +190,7 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
 }
 
 // Hands a consumer warp group's 64 x 256 share of the tile to the copy
-// engine in four 64 x 64 pieces through two alternating buffers; rows past
+// engine in 128-byte wide pieces through two alternating buffers; rows past
 // B and columns past K are clipped by the copy engine.
 template <typename T, typename TmaC, typename Accum, typename Buffers>
 __device__ __forceinline__ void store_pieces(
@@ -184,7 +203,8 @@ __device__ __forceinline__ void store_pieces(
   const uint32_t barrier = 1 + group;  // 0 is __syncthreads'
   Tensor mC = tma_c.get_tma_tensor(shape(out_tensor(p)));
   CUTE_UNROLL
-  for (int piece = 0; piece < kBN / kChunk; ++piece, ++pieces) {
+  constexpr int kCols = Cfg::kChunkCols;
+  for (int piece = 0; piece < kBN / kCols; ++piece, ++pieces) {
     auto& buffer = buffers[pieces % 2];
     Tensor sC =
         make_tensor(make_smem_ptr(buffer.begin()), typename Cfg::SmemLayoutC{});
@@ -194,12 +214,12 @@ __device__ __forceinline__ void store_pieces(
     // Accumulator i of the 64 x N wgmma layout: row 16 warp + g + 8 (i / 2
     // % 2), column 8 (i / 4) + 2 t + i % 2.
     CUTE_UNROLL
-    for (int j = 0; j < kChunk / 8; ++j) {
+    for (int j = 0; j < kCols / 8; ++j) {
       CUTE_UNROLL
       for (int half = 0; half < 2; ++half) {
-        const int i = 4 * (piece * kChunk / 8 + j) + 2 * half;
+        const int i = 4 * (piece * kCols / 8 + j) + 2 * half;
         const int column = 8 * j + 2 * t;
-        const float* b = bias + piece * kChunk + column;
+        const float* b = bias + piece * kCols + column;
         Pair<T> pair;
         pair.x = from_acc<T>(accum(i) + b[0]);
         pair.y = from_acc<T>(accum(i + 1) + b[1]);
@@ -212,7 +232,7 @@ __device__ __forceinline__ void store_pieces(
     if (thread == 0) {
       Tensor gC = local_tile(
           mC, typename Cfg::TileC{},
-          make_coord(2 * m_block + group, n_block * (kBN / kChunk) + piece));
+          make_coord(2 * m_block + group, n_block * (kBN / kCols) + piece));
       auto [tCgC, tCsC] =
           tma_partition(tma_c, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sC),
                         group_modes<0, 2>(gC));
@@ -256,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                           typename Cfg::SmemLayoutA{});  // (BM, BK, stage)
   Tensor sB = make_tensor(make_smem_ptr(smem.b.begin()),
                           typename Cfg::SmemLayoutB{});  // (BN, BK, stage)
-  const int k_tiles = (static_cast<int>(p.H) + kBK - 1) / kBK;
+  const int k_tiles = (static_cast<int>(p.H) + Cfg::kBK - 1) / Cfg::kBK;
   const int steps = k_tiles * static_cast<int>(p.R);
 
   // Tiles are dealt round-robin to the resident blocks; the ring's state

@@ -50,6 +50,8 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, cudaStream_t stream) {
   return launch(NoTmaStore{});
 }
 
+template cudaError_t launch_wgmma<float>(const GatherLinearParams<float>&,
+                                         cudaStream_t);
 template cudaError_t launch_wgmma<__half>(const GatherLinearParams<__half>&,
                                           cudaStream_t);
 template cudaError_t launch_wgmma<__nv_bfloat16>(
