@@ -48,8 +48,14 @@ step build "$FGL_ROOT/scripts/build.sh" -DFGL_BUILD_BENCH=ON \
   ${FGL_CUTLASS_INCLUDE_DIR:+-DFGL_CUTLASS_INCLUDE_DIR="$FGL_CUTLASS_INCLUDE_DIR"} ||
   exit 1
 grep -h -m1 "tensor-core kernel" "$logs/build.log" | tee -a "$summary"
+# Each test process gets its share of the cores: eight processes with a
+# thread per core each oversubscribe the machine eightfold, and the sweep
+# then ran past the time this script is given.
+jobs=8
+threads=$(( $(nproc) / jobs )); [ "$threads" -ge 1 ] || threads=1
 # shellcheck disable=SC2086  # FGL_GPU_CTEST_ARGS holds several arguments
-step ctest ctest --test-dir "$FGL_BUILD_DIR" --output-on-failure --parallel 8 \
+step ctest env OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads" \
+  ctest --test-dir "$FGL_BUILD_DIR" --output-on-failure --parallel "$jobs" \
   ${FGL_GPU_CTEST_ARGS:-}
 grep -E "tests passed|tests failed|Total Test time" "$logs/ctest.log" \
   | tee -a "$summary"
