@@ -145,13 +145,23 @@ TEST(GatherLinearLarge, OffsetsPast2To31OnCpu) {
 
 // NOTE: "Gpu", not "Cuda": gpu_check.sh runs '*Cuda*' under compute-sanitizer,
 // where tens of GB of untouched allocations would cost minutes.
+// Under the policy and every fused kernel forced in turn (one that cannot
+// take a problem leaves it to the policy).
 TEST(GatherLinearLarge, OffsetsPast2To31OnGpu) {
   if (!at::hasCUDA()) {
     GTEST_SKIP() << "no CUDA device in this process; the CPU variant runs";
   }
-  for (const auto dtype : supported_dtypes()) {
-    SCOPED_TRACE(c10::toString(dtype));
-    check_offsets_past_2_31(at::Device(at::kCUDA, 0), dtype);
+  for (const std::optional<cuda::Route> route :
+       {std::optional<cuda::Route>{}, std::optional{cuda::Route::kWarpDot},
+        std::optional{cuda::Route::kStream}, std::optional{cuda::Route::kWgmma},
+        std::optional{cuda::Route::kTiled}}) {
+    const ScopedRoute forced(route);
+    for (const auto dtype : supported_dtypes()) {
+      SCOPED_TRACE(::testing::Message()
+                   << (route ? cuda::route_name(*route) : "policy") << " "
+                   << c10::toString(dtype));
+      check_offsets_past_2_31(at::Device(at::kCUDA, 0), dtype);
+    }
   }
 }
 
