@@ -140,7 +140,7 @@ ModelForwards aoti_forwards(const InferOptions& o, const c10::Device& device,
               " but --dtype is " + o.dtype,
           "drop --dtype (the input is converted to the package's "
           "dtype) or export the package in " +
-              o.dtype);
+              o.dtype + " (examples/export_model.py --dtype " + o.dtype + ")");
     }
     dtype = weights->weight.scalar_type();
     log::info("converting the input to the package's dtype " +

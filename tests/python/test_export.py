@@ -7,23 +7,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
 R, H, K, B = 3, 8, 10, 5
 
-# Runs in a fresh process: argv = model.pt model.pt2 example.pt device.
+# Runs in a fresh process: argv = model.pt model.pt2 example.pt
+# example_output.pt device python/.
 CHECK_LOADED_MODELS = r"""
 import sys
 import torch
-sys.path.insert(0, sys.argv[5])
+sys.path.insert(0, sys.argv[6])
 import fgl
 fgl.load_library()
 from fgl.models import reference
 
-ts_path, pt2_path, example_path, device = sys.argv[1:5]
-example = torch.load(example_path)
-x, eager_out = example["x"].to(device), example["out"]
+ts_path, pt2_path, example_path, output_path, device = sys.argv[1:6]
+x = torch.load(example_path)["x"].to(device)
+eager_out = torch.load(output_path)["x"]
 
 scripted = torch.jit.load(ts_path, map_location=device)
 assert (scripted.R, scripted.H, scripted.K) == ({R}, {H}, {K})
@@ -59,14 +61,64 @@ def run(args):
 
 
 def test_export_script_models_load_in_a_fresh_process(device, tmp_path):
-    ts, pt2, example = (tmp_path / n for n in ("m.pt", "m.pt2", "ex.pt"))
-    run([REPO / "examples" / "export_model.py", "--torchscript", ts,
-         "--aoti", pt2, "--example", example, "--device", device,
-         "--R", R, "--H", H, "--K", K, "--batch", B])
-    assert ts.is_file() and pt2.is_file() and example.is_file()
-    out = run(["-c", CHECK_LOADED_MODELS, ts, pt2, example, device,
+    ts, pt2, example, output = (tmp_path / n for n in
+                                ("m.pt", "m.pt2", "x.pt", "y.pt"))
+    printed = run([REPO / "examples" / "export_model.py", "--torchscript", ts,
+                   "--aoti", pt2, "--example", example, "--example-output",
+                   output, "--device", device, "--R", R, "--H", H, "--K", K,
+                   "--batch", B])
+    assert "compiling the AOTInductor package" in printed
+    assert all(p.is_file() for p in (ts, pt2, example, output))
+    out = run(["-c", CHECK_LOADED_MODELS, ts, pt2, example, output, device,
                REPO / "python"])
     assert "torchscript ok" in out and "aoti ok" in out
+
+
+def test_export_script_takes_a_layer_from_a_checkpoint(tmp_path):
+    # A checkpoint holding more than the layer; one of R and H given.
+    from fgl.models import reference
+    weight, bias = torch.randn(K, R * H), torch.randn(K)
+    torch.save({"layers.0.attn.out_proj.weight": weight,
+                "layers.0.attn.out_proj.bias": bias,
+                "layers.0.mlp.weight": torch.randn(4, 4),
+                "step": torch.tensor(7)}, tmp_path / "ckpt.pt")
+    ts, example, output = (tmp_path / n for n in ("m.pt", "x.pt", "y.pt"))
+    run([REPO / "examples" / "export_model.py", "--torchscript", ts,
+         "--weights", tmp_path / "ckpt.pt", "--weights-prefix",
+         "layers.0.attn.out_proj.", "--H", H, "--dtype", "bfloat16",
+         "--example", example, "--example-output", output, "--batch", B])
+    scripted = torch.jit.load(str(ts))
+    assert (scripted.R, scripted.H, scripted.K) == (R, H, K)
+    assert scripted.proj.weight.dtype == torch.bfloat16
+    assert torch.equal(scripted.proj.weight, weight.bfloat16())
+    assert torch.equal(scripted.proj.bias, bias.bfloat16())
+    x = torch.load(example)["x"]
+    assert x.dtype == torch.bfloat16 and x.shape == (R, B, H)
+    out = torch.load(output)["x"]
+    want = reference(x, weight.bfloat16(), bias.bfloat16())
+    scale = want.abs() + want.pow(2).mean().sqrt()
+    assert float(((out.double() - want) / scale).abs().max()) <= 1e-2
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--weights", "CKPT"], "one of --R and --H"),
+    (["--weights", "CKPT", "--R", "3", "--K", "4"], "come from --weights"),
+    (["--weights-prefix", "a."], "--weights-prefix needs --weights"),
+    (["--weights", "CKPT", "--weights-prefix", "nope.", "--R", "3"],
+     "no 2-D tensor nope.weight"),
+    (["--weights", "CKPT", "--R", "5"], "not a multiple of R = 5"),
+    (["--example-output", "y.pt"], "--example-output needs --example"),
+    (["--batch", "0"], "--batch must be >= 1"),
+])
+def test_export_script_refuses_what_it_cannot_make(tmp_path, args, message):
+    torch.save({"weight": torch.randn(K, R * H)}, tmp_path / "ckpt.pt")
+    args = [str(tmp_path / "ckpt.pt") if a == "CKPT" else a for a in args]
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "export_model.py"),
+         "--torchscript", str(tmp_path / "m.pt"), *args],
+        capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode != 0 and message in done.stderr, done.stderr
+    assert not (tmp_path / "m.pt").exists()
 
 
 def test_script_needs_an_output_path():

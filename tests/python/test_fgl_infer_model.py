@@ -334,3 +334,18 @@ def test_aoti_package_errors(aoti_cpu, tmp_path):
                      "--device", "cuda", "--output", tmp_path / "y.pt")
         assert_error(result, USAGE, "compiled for cpu",
                      output=tmp_path / "y.pt")
+
+
+def test_export_script_example_is_an_input_fgl_infer_runs(tmp_path):
+    # examples/export_model.py's --example is what --input reads, and its
+    # --example-output what --output writes for it.
+    script = Path(__file__).resolve().parents[2] / "examples" / "export_model.py"
+    ts, x, eager = (tmp_path / n for n in ("m.pt", "x.pt", "eager.pt"))
+    subprocess.run([sys.executable, str(script), "--torchscript", str(ts),
+                    "--example", str(x), "--example-output", str(eager),
+                    "--R", str(R), "--H", str(H), "--K", str(K)],
+                   check=True, capture_output=True, timeout=300)
+    out = tmp_path / "y.pt"
+    result = run("--model", ts, "--input", x, "--output", out)
+    assert result.returncode == OK, result.stdout + result.stderr
+    assert_close(torch.load(out)["x"], torch.load(eager)["x"].double())
