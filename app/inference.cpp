@@ -15,6 +15,7 @@
 #include "log.h"
 #include "model_runner.h"
 #include "models/gather_linear_module.h"
+#include "models/input_file.h"
 #include "models/paths.h"
 #include "models/tensor_file.h"
 #include "models/weights.h"
@@ -202,6 +203,21 @@ void require_problem_within_limit(const Problem& p, int64_t max_bytes) {
                        max_bytes);
 }
 
+// Shows the progress of long file reads while it lives (progress.h).
+class ShowingReadProgress {
+ public:
+  ShowingReadProgress() {
+    models::set_read_observer(
+        [this](const std::string& path, uint64_t read, uint64_t size) {
+          progress_.update(path, read, size);
+        });
+  }
+  ~ShowingReadProgress() { models::set_read_observer(nullptr); }
+
+ private:
+  ReadProgress progress_;
+};
+
 Problem load_problem(const InferOptions& o) {
   require_readable_file(o.input, "input", o.max_input_bytes);
   if (!o.model.empty()) {
@@ -215,6 +231,7 @@ Problem load_problem(const InferOptions& o) {
                     "/ safetensors file holding a tensor (R, B, H), or a "
                     "list, tuple or dict of them",
                     [&] {
+                      const ShowingReadProgress shown;
                       return models::read_tensor_file(o.input, false,
                                                       o.max_input_bytes);
                     });
@@ -235,6 +252,7 @@ Problem load_problem(const InferOptions& o) {
       "a bigger state_dict with --weights-prefix, a C++ "
       "torch::save(GatherLinear), or a safetensors file with those keys",
       [&] {
+        const ShowingReadProgress shown;
         return models::read_weights(o.weights, o.weights_prefix,
                                     o.max_input_bytes);
       });
@@ -385,7 +403,10 @@ InferReport run_inference(const InferOptions& o) {
       resolve_dtype(o.dtype, input.tensors[0], input.names[0]);
   const ModelForwards model =
       !o.model.empty()
-          ? load_model(o, device, requested, R, H)
+          ? [&] {
+              const ShowingReadProgress shown;
+              return load_model(o, device, requested, R, H);
+            }()
           : or_fail(kExitDataErr,
                     "input " + o.input + " does not fit weights " + o.weights,
                     "x must be (R, B, H) and the weight (K, R*H); check that "

@@ -30,4 +30,32 @@ void Progress::step(const std::string& label) {
   std::fflush(stderr);
 }
 
+ReadProgress::ReadProgress()
+    : enabled_(::isatty(STDERR_FILENO)), start_(Clock::now()) {}
+
+ReadProgress::~ReadProgress() {
+  if (drawn_) {
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+  }
+}
+
+void ReadProgress::update(const std::string& path, uint64_t read,
+                          uint64_t size) {
+  if (!enabled_) {
+    return;
+  }
+  const auto now = Clock::now();
+  if (now - start_ < kQuiet || (drawn_ && now - last_draw_ < kRedraw)) {
+    return;
+  }
+  last_draw_ = now;
+  drawn_ = true;
+  constexpr uint64_t kMb = uint64_t{1} << 20;
+  std::fprintf(stderr, "\r\033[Kreading %s: %llu of %llu MB", path.c_str(),
+               static_cast<unsigned long long>(read / kMb),
+               static_cast<unsigned long long>(size / kMb));
+  std::fflush(stderr);
+}
+
 }  // namespace fgl::app

@@ -5,11 +5,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace fgl::models {
 namespace {
+
+ReadObserver g_read_observer;
+
+// Reads are split into pieces of this size, so an observer hears of a long
+// read while it runs.
+constexpr size_t kObservedPiece = size_t{64} << 20;
 
 class Adapter final : public caffe2::serialize::ReadAdapterInterface {
  public:
@@ -41,14 +49,21 @@ InputFile::InputFile(const std::string& path) : path_(path) {
 
 InputFile::~InputFile() { ::close(fd_); }
 
+void set_read_observer(ReadObserver observer) {
+  g_read_observer = std::move(observer);
+}
+
 size_t InputFile::read_some(uint64_t offset, void* out, size_t n) const {
   size_t got = 0;
   while (got < n) {
-    const ssize_t r = ::pread(fd_, static_cast<char*>(out) + got, n - got,
+    const ssize_t r = ::pread(fd_, static_cast<char*>(out) + got,
+                              std::min(n - got, kObservedPiece),
                               static_cast<off_t>(offset + got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) break;
     got += static_cast<size_t>(r);
+    read_ += static_cast<uint64_t>(r);
+    if (g_read_observer) g_read_observer(path_, read_, size_);
   }
   return got;
 }

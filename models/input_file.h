@@ -7,10 +7,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace fgl::models {
+
+/// Told, as an InputFile reads, its path, the bytes it has read so far and
+/// its size. A program that shows progress on long reads installs one
+/// (fgl_infer); there is none by default. Install it before reads start.
+using ReadObserver =
+    std::function<void(const std::string& path, uint64_t read, uint64_t size)>;
+void set_read_observer(ReadObserver observer);
 
 class InputFile {
  public:
@@ -40,6 +48,7 @@ class InputFile {
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0;
+  mutable uint64_t read_ = 0;  // bytes read so far, for the ReadObserver
 };
 
 }  // namespace fgl::models

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/gather_linear_module.h"
+#include "models/input_file.h"
 #include "models/paths.h"
 #include "models/tensor_file.h"
 #include "models/weights.h"
@@ -149,6 +150,43 @@ TEST_F(WeightsTest, OnlyTheLayersTensorsAreRead) {
   ASSERT_EQ(some.unread.size(), 2u);
   EXPECT_EQ(some.unread[0].name, "other");
   EXPECT_EQ(some.unread[0].shape, std::vector<int64_t>{4096});
+}
+
+// Every read goes through the read observer (fgl_infer's progress on long
+// reads), and taking one layer reads little more than its own bytes.
+TEST_F(WeightsTest, ReadsTellTheReadObserver) {
+  const auto w = randn({5, 12});
+  save_state_dict(path("ckpt.pt"), {"other", "weight"}, {randn({1 << 20}), w});
+  struct Call {
+    std::string path;
+    uint64_t read, size;
+  };
+  std::vector<Call> calls;
+  models::set_read_observer(
+      [&](const std::string& p, uint64_t read, uint64_t size) {
+        calls.push_back({p, read, size});
+      });
+  const auto all = models::read_tensor_file(path("ckpt.pt"));
+  std::vector<Call> whole = calls;
+  calls.clear();
+  const auto some =
+      models::read_tensor_file(path("ckpt.pt"), true, UINT64_MAX, {"weight"});
+  models::set_read_observer(nullptr);
+
+  ASSERT_EQ(all.tensors.size(), 2u);
+  ASSERT_TRUE(some.tensors.at(0).equal(w));
+  for (const auto* reads : {&whole, &calls}) {
+    ASSERT_FALSE(reads->empty());
+    uint64_t last = 0;
+    for (const auto& c : *reads) {
+      EXPECT_EQ(c.path, path("ckpt.pt"));
+      EXPECT_EQ(c.size, file_bytes(path("ckpt.pt")).size());
+      EXPECT_GE(c.read, last);
+      last = c.read;
+    }
+  }
+  EXPECT_GE(whole.back().read, uint64_t{4} << 20);  // the 4 MB entry
+  EXPECT_LT(calls.back().read, uint64_t{1} << 20);  // never read
 }
 
 TEST_F(WeightsTest, CppTorchSaveOfTheModule) {
