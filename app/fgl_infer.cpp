@@ -11,8 +11,8 @@
 
 #include "errors.h"
 #include "inference.h"
+#include "io/atomic_write.h"
 #include "log.h"
-#include "models/atomic_write.h"
 #include "options.h"
 #include "report.h"
 
@@ -21,7 +21,7 @@ namespace {
 // SIGINT and SIGTERM end the run as the shell expects (exit 128 + signal:
 // 130, 143) without leaving a temporary output file behind.
 extern "C" void on_interrupt(int signal) {
-  fgl::models::remove_pending_output();
+  fgl::io::remove_pending_output();
   static const char kMessage[] = "fgl_infer: interrupted\n";
   [[maybe_unused]] const ssize_t n =
       ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);

@@ -11,22 +11,22 @@
 #include "check.h"
 #include "errors.h"
 #include "fail.h"
+#include "io/input_file.h"
+#include "io/paths.h"
+#include "io/tensor_file.h"
 #include "latency.h"
 #include "log.h"
 #include "model_runner.h"
 #include "models/gather_linear_module.h"
-#include "models/input_file.h"
-#include "models/paths.h"
-#include "models/tensor_file.h"
 #include "models/weights.h"
 #include "progress.h"
 
 namespace fgl::app {
 namespace {
 
+using io::TensorFile;
 using models::GatherLinear;
 using models::LinearWeights;
-using models::TensorFile;
 
 template <typename T>
 std::string str(const T& value) {
@@ -37,17 +37,17 @@ std::string str(const T& value) {
 
 void require_readable_file(const std::string& path, const char* what,
                            int64_t max_bytes) {
-  if (!models::path_exists(path)) {
+  if (!io::path_exists(path)) {
     throw AppError(kExitNoInput,
                    std::string(what) + " " + path + " does not exist",
                    "check the path; fgl_infer --help lists what it reads");
   }
-  if (models::is_directory(path)) {
+  if (io::is_directory(path)) {
     throw AppError(kExitNoInput,
                    std::string(what) + " " + path + " is a directory",
                    "pass the tensor file inside it, not the directory");
   }
-  if (!models::is_regular_file(path)) {
+  if (!io::is_regular_file(path)) {
     // A FIFO or a device would block or never end.
     throw AppError(kExitNoInput,
                    std::string(what) + " " + path + " is not a regular file",
@@ -58,7 +58,7 @@ void require_readable_file(const std::string& path, const char* what,
                    std::string(what) + " " + path + " is not readable",
                    "check the file's permissions");
   }
-  const int64_t size = models::file_size(path);
+  const int64_t size = io::file_size(path);
   if (size > max_bytes) {
     throw AppError(
         kExitDataErr,
@@ -74,14 +74,14 @@ void require_readable_file(const std::string& path, const char* what,
 // or FIFO, or one of the run's own input files.
 void require_creatable_output(const InferOptions& o) {
   const std::string& path = o.output;
-  const std::string dir = models::parent_directory(path);
+  const std::string dir = io::parent_directory(path);
   const std::string hint =
       "choose an --output path in an existing, writable directory";
-  if (models::is_directory(path)) {
+  if (io::is_directory(path)) {
     throw AppError(kExitCantCreate, "output " + path + " is a directory",
                    "give a file name, e.g. --output " + path + "/y.pt");
   }
-  if (models::is_special_file(path)) {
+  if (io::is_special_file(path)) {
     throw AppError(kExitCantCreate,
                    "output " + path +
                        " exists and is not a regular file (a link, device "
@@ -91,14 +91,14 @@ void require_creatable_output(const InferOptions& o) {
   for (const auto& [option, input] :
        {std::pair{"--input", &o.input}, std::pair{"--weights", &o.weights},
         std::pair{"--model", &o.model}}) {
-    if (!input->empty() && models::same_file(path, *input)) {
+    if (!input->empty() && io::same_file(path, *input)) {
       throw AppError(
           kExitUsage,
           "--output " + path + " is the same file as " + option + " " + *input,
           "write the results to another file");
     }
   }
-  if (!models::is_directory(dir)) {
+  if (!io::is_directory(dir)) {
     throw AppError(kExitCantCreate,
                    "cannot create output " + path + ": " + dir +
                        " is not an existing directory",
@@ -158,7 +158,7 @@ Problem demo_problem() {
   using D = DemoShape;
   GatherLinear demo(D::R, D::H, D::K);
   Problem p;
-  p.input.layout = models::Layout::kTensor;
+  p.input.layout = io::Layout::kTensor;
   p.input.names = {"demo"};
   p.input.tensors = {at::randn({D::R, D::B, D::H})};
   p.weights = LinearWeights{
@@ -207,12 +207,12 @@ void require_problem_within_limit(const Problem& p, int64_t max_bytes) {
 class ShowingReadProgress {
  public:
   ShowingReadProgress() {
-    models::set_read_observer(
+    io::set_read_observer(
         [this](const std::string& path, uint64_t read, uint64_t size) {
           progress_.update(path, read, size);
         });
   }
-  ~ShowingReadProgress() { models::set_read_observer(nullptr); }
+  ~ShowingReadProgress() { io::set_read_observer(nullptr); }
 
  private:
   ReadProgress progress_;
@@ -226,22 +226,22 @@ Problem load_problem(const InferOptions& o) {
     require_readable_file(o.weights, "weights", o.max_input_bytes);
   }
   Problem p;
-  p.input = or_fail(kExitDataErr, "cannot read input " + o.input,
-                    "--input must be a torch.save / torch::save / TorchScript "
-                    "/ safetensors file holding a tensor (R, B, H), or a "
-                    "list, tuple or dict of them",
-                    [&] {
-                      const ShowingReadProgress shown;
-                      return models::read_tensor_file(o.input, false,
-                                                      o.max_input_bytes);
-                    });
+  p.input =
+      or_fail(kExitDataErr, "cannot read input " + o.input,
+              "--input must be a torch.save / torch::save / TorchScript "
+              "/ safetensors file holding a tensor (R, B, H), or a "
+              "list, tuple or dict of them",
+              [&] {
+                const ShowingReadProgress shown;
+                return io::read_tensor_file(o.input, false, o.max_input_bytes);
+              });
   for (const auto& entry : p.input.skipped) {
     log::debug("input entry " + entry + " skipped");
   }
   log::info("read " + std::to_string(p.input.tensors.size()) +
             " batch(es) from " + o.input + " (" +
-            models::to_string(p.input.format) + ", " +
-            models::to_string(p.input.layout) + ")");
+            io::to_string(p.input.format) + ", " +
+            io::to_string(p.input.layout) + ")");
   if (!o.model.empty()) {
     require_problem_within_limit(p, o.max_input_bytes);
     return p;  // the model brings its weights
@@ -463,8 +463,8 @@ InferReport run_inference(const InferOptions& o) {
             "choose an --output path in a writable directory with free "
             "space",
             [&] {
-              models::write_tensor_file(o.output, input.layout, input.names,
-                                        results);
+              io::write_tensor_file(o.output, input.layout, input.names,
+                                    results);
               return 0;
             });
     report.output = o.output;

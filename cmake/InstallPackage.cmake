@@ -1,9 +1,11 @@
 # `cmake --install` layout: bin/fgl_infer, lib/libfgl_ops.so,
-# lib/libfgl_models.a, include/fgl/*.h, include/fgl/models/*.h and a CMake
-# package, so other projects do
+# lib/libfgl_models.a, lib/libfgl_io.a, include/fgl/*.h,
+# include/fgl/models/*.h, include/fgl/io/*.h and a CMake package, so other
+# projects do
 #   find_package(fgl REQUIRED)   # with libtorch on CMAKE_PREFIX_PATH too
 #   target_link_libraries(app PRIVATE fgl::ops)     # the op
 #   target_link_libraries(app PRIVATE fgl::models)  # GatherLinear, weights
+#   target_link_libraries(app PRIVATE fgl::io)      # tensor files
 include(CMakePackageConfigHelpers)
 
 set(FGL_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/fgl")
@@ -13,11 +15,13 @@ install(TARGETS fgl_ops EXPORT fglTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/ops/include/fgl
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS fgl_models EXPORT fglTargets
+install(TARGETS fgl_models fgl_io EXPORT fglTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fgl/models
-  FILES_MATCHING PATTERN "*.h")
+foreach(_fgl_dir models io)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_fgl_dir}/
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fgl/${_fgl_dir}
+    FILES_MATCHING PATTERN "*.h")
+endforeach()
 install(TARGETS fgl_infer RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(EXPORT fglTargets NAMESPACE fgl:: DESTINATION ${FGL_CMAKE_DIR})

@@ -5,15 +5,15 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "models/safetensors_header.h"
+#include "io/safetensors_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const auto entries = fgl::models::parse_safetensors(data, size);
+    const auto entries = fgl::io::parse_safetensors(data, size);
     for (const auto& e : entries) {
       if (e.begin > e.end || e.end > size) std::abort();
     }
-  } catch (const fgl::models::SafetensorsError&) {
+  } catch (const fgl::io::SafetensorsError&) {
   }
   return 0;
 }

@@ -11,7 +11,7 @@
 #include <exception>
 #include <string>
 
-#include "models/tensor_file.h"
+#include "io/tensor_file.h"
 
 namespace {
 
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!ok) return 0;
   for (const bool nested : {false, true}) {
     try {
-      fgl::models::read_tensor_file(scratch_path(), nested);
+      fgl::io::read_tensor_file(scratch_path(), nested);
     } catch (const c10::Error&) {
     } catch (const std::exception&) {
     }

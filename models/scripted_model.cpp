@@ -7,7 +7,7 @@
 
 #include <exception>
 
-#include "models/input_file.h"
+#include "io/input_file.h"
 
 namespace fgl::models {
 namespace {
@@ -28,7 +28,7 @@ std::optional<std::string> unknown_op(const std::string& message) {
   return op;
 }
 
-bool holds_torchscript_code(const InputFile& file) {
+bool holds_torchscript_code(const io::InputFile& file) {
   try {
     caffe2::serialize::PyTorchStreamReader reader(file.adapter());
     for (const auto& record : reader.getAllRecords()) {
@@ -41,9 +41,9 @@ bool holds_torchscript_code(const InputFile& file) {
   return false;
 }
 
-// Opened once (models/input_file.h): the archive checked is the one loaded.
+// Opened once (io/input_file.h): the archive checked is the one loaded.
 torch::jit::Module load(const std::string& path) {
-  const InputFile file(path);
+  const io::InputFile file(path);
   TORCH_CHECK(holds_torchscript_code(file), path,
               " is not a TorchScript archive (no TorchScript code inside); "
               "write one with torch.jit.script(model).save(path)");
@@ -78,7 +78,7 @@ void check_forward(const torch::jit::Module& module, const std::string& path) {
 
 bool is_torchscript_archive(const std::string& path) {
   try {
-    return holds_torchscript_code(InputFile(path));
+    return holds_torchscript_code(io::InputFile(path));
   } catch (const c10::Error&) {
     return false;
   }

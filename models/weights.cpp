@@ -8,13 +8,13 @@
 #include <sstream>
 #include <vector>
 
-#include "models/sharded_index.h"
-#include "models/tensor_file.h"
+#include "io/sharded_index.h"
+#include "io/tensor_file.h"
 
 namespace fgl::models {
 namespace {
 
-std::optional<at::Tensor> find(const TensorFile& file,
+std::optional<at::Tensor> find(const io::TensorFile& file,
                                const std::string& name) {
   const auto it = std::find(file.names.begin(), file.names.end(), name);
   if (it == file.names.end()) {
@@ -34,7 +34,7 @@ std::string first_names(const std::vector<std::string>& names) {
 
 // At most 12 entries with their shapes, read or not, then how many there
 // are in all.
-std::string list_names(const TensorFile& file) {
+std::string list_names(const io::TensorFile& file) {
   std::ostringstream os;
   const size_t count = file.names.size() + file.unread.size();
   const size_t shown = std::min<size_t>(count, 12);
@@ -80,7 +80,7 @@ std::string missing_weight(const std::vector<std::string>& prefixes) {
 }
 
 // The first candidate prefix whose weight `file` holds.
-LinearWeights pick(const TensorFile& file,
+LinearWeights pick(const io::TensorFile& file,
                    const std::vector<std::string>& prefixes,
                    const std::string& path) {
   for (const auto& p : prefixes) {
@@ -110,7 +110,7 @@ LinearWeights pick(const TensorFile& file,
 LinearWeights read_sharded(const std::string& index_path,
                            const std::vector<std::string>& prefixes,
                            uint64_t max_expanded) {
-  const auto shards = read_sharded_index(index_path);
+  const auto shards = io::read_sharded_index(index_path);
   for (const auto& p : prefixes) {
     const auto weight = shards.find(p + "weight");
     if (weight == shards.end()) continue;
@@ -119,9 +119,9 @@ LinearWeights read_sharded(const std::string& index_path,
     if (bias != shards.end() && bias->second != weight->second) {
       files.push_back(bias->second);
     }
-    TensorFile merged;
+    io::TensorFile merged;
     for (const auto& shard : files) {
-      const TensorFile part = read_tensor_file(
+      const io::TensorFile part = io::read_tensor_file(
           shard, /*nested=*/true, max_expanded, {p + "weight", p + "bias"});
       merged.names.insert(merged.names.end(), part.names.begin(),
                           part.names.end());
@@ -148,11 +148,11 @@ std::string dotted_prefix(const std::string& prefix) {
 LinearWeights read_weights(const std::string& path, const std::string& prefix,
                            uint64_t max_expanded) {
   const auto prefixes = candidate_prefixes(prefix);
-  if (is_sharded_index(path)) {
+  if (io::is_sharded_index(path)) {
     return read_sharded(path, prefixes, max_expanded);
   }
-  return pick(read_tensor_file(path, /*nested=*/true, max_expanded,
-                               wanted_names(prefixes)),
+  return pick(io::read_tensor_file(path, /*nested=*/true, max_expanded,
+                                   wanted_names(prefixes)),
               prefixes, path);
 }
 

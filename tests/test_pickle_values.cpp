@@ -1,11 +1,11 @@
-// The value-graph guards of the pickle reader (models/pickle_values.h): a
+// The value-graph guards of the pickle reader (io/pickle_values.h): a
 // container inside itself, nesting past the limit and DAGs that expand
 // past it are refused, and any graph is destroyed without recursion.
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <gtest/gtest.h>
 
-#include "models/pickle_values.h"
+#include "io/pickle_values.h"
 #include "test_support.h"
 
 namespace fgl::testing {
@@ -33,26 +33,25 @@ TEST(PickleValues, AcceptsOrdinaryValues) {
   dict.insert("a", shared);
   dict.insert("b", shared);  // shared, not a cycle
   dict.insert("c", c10::ivalue::Tuple::create({1, "x"}));
-  EXPECT_NO_THROW(models::check_value_graph(dict));
-  EXPECT_NO_THROW(
-      models::check_value_graph(nested_lists(models::kMaxPickleNesting)));
+  EXPECT_NO_THROW(io::check_value_graph(dict));
+  EXPECT_NO_THROW(io::check_value_graph(nested_lists(io::kMaxPickleNesting)));
 }
 
 TEST(PickleValues, RefusesAContainerInsideItself) {
   auto list = empty_list();
   list.push_back(list);
-  EXPECT_TRUE(throws_with([&] { models::check_value_graph(list); },
+  EXPECT_TRUE(throws_with([&] { io::check_value_graph(list); },
                           {"puts a container inside itself"}));
   // Destroying it returns (the cycle is left to leak, not walked forever).
-  models::destroy_value(std::move(list));
+  io::destroy_value(std::move(list));
 }
 
 TEST(PickleValues, RefusesDeepNestingAndDestroysItWithoutRecursion) {
   // A million levels overflow the stack of a recursive walk or destructor.
   auto deep = nested_lists(1000000);
-  EXPECT_TRUE(throws_with([&] { models::check_value_graph(deep); },
+  EXPECT_TRUE(throws_with([&] { io::check_value_graph(deep); },
                           {"nests containers more than 1000 deep"}));
-  models::destroy_value(std::move(deep));
+  io::destroy_value(std::move(deep));
 }
 
 TEST(PickleValues, RefusesGraphsThatExpandPastTheLimit) {
@@ -64,7 +63,7 @@ TEST(PickleValues, RefusesGraphsThatExpandPastTheLimit) {
     level.push_back(value);
     value = level;
   }
-  EXPECT_TRUE(throws_with([&] { models::check_value_graph(value); },
+  EXPECT_TRUE(throws_with([&] { io::check_value_graph(value); },
                           {"expand to more than 16777216 entries"}));
 }
 
@@ -73,7 +72,7 @@ TEST(PickleValues, DestroyLeavesValuesHeldElsewhereWhole) {
   inner.push_back(1);
   auto outer = empty_list();
   outer.push_back(inner);
-  models::destroy_value(std::move(outer));
+  io::destroy_value(std::move(outer));
   EXPECT_EQ(inner.size(), 1u);
 }
 

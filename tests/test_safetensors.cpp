@@ -8,16 +8,16 @@
 #include <fstream>
 #include <string>
 
-#include "models/input_file.h"
-#include "models/safetensors_file.h"
-#include "models/safetensors_header.h"
+#include "io/input_file.h"
+#include "io/safetensors_file.h"
+#include "io/safetensors_header.h"
 #include "test_support.h"
 
 namespace fgl::testing {
 namespace {
 
-using models::parse_safetensors;
-using models::SafetensorsError;
+using io::parse_safetensors;
+using io::SafetensorsError;
 
 // The file: 8-byte little-endian header length, the header, the data.
 std::string file_bytes(const std::string& header, const std::string& data) {
@@ -29,7 +29,7 @@ std::string file_bytes(const std::string& header, const std::string& data) {
   return out + header + data;
 }
 
-std::vector<models::SafetensorsEntry> parse(const std::string& bytes) {
+std::vector<io::SafetensorsEntry> parse(const std::string& bytes) {
   return parse_safetensors(reinterpret_cast<const unsigned char*>(bytes.data()),
                            bytes.size());
 }
@@ -133,7 +133,7 @@ TEST(SafetensorsFile, ReadsTensorsOntoTheCpu) {
         R"("bias":{"dtype":"F16","shape":[3],"data_offsets":[24,30]}})",
         data);
   }
-  const auto file = models::read_safetensors(models::InputFile(path));
+  const auto file = io::read_safetensors(io::InputFile(path));
   std::remove(path.c_str());
   ASSERT_EQ(file.names, (std::vector<std::string>{"weight", "bias"}));
   EXPECT_TRUE(at::equal(file.tensors[0], w));
@@ -158,7 +158,7 @@ TEST(SafetensorsFile, ReadsEveryDtypeAndSkipsUnknownOnes) {
         R"("packed":{"dtype":"Q4_K","shape":[12],"data_offsets":[44,50]}})",
         data);
   }
-  const auto file = models::read_safetensors(models::InputFile(path));
+  const auto file = io::read_safetensors(io::InputFile(path));
   std::remove(path.c_str());
   ASSERT_EQ(file.names, (std::vector<std::string>{"ids", "scale"}));
   EXPECT_TRUE(at::equal(file.tensors[0], ids));
@@ -175,9 +175,8 @@ TEST(SafetensorsFile, ErrorsNameTheFile) {
     out << file_bytes(
         R"({"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", "short");
   }
-  EXPECT_TRUE(
-      throws_with([&] { models::read_safetensors(models::InputFile(path)); },
-                  {path, "outside the 5 data bytes"}));
+  EXPECT_TRUE(throws_with([&] { io::read_safetensors(io::InputFile(path)); },
+                          {path, "outside the 5 data bytes"}));
   std::remove(path.c_str());
 }
 

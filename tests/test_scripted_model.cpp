@@ -10,9 +10,9 @@
 
 #include <string>
 
+#include "io/tensor_file.h"
 #include "models/aoti_model.h"
 #include "models/scripted_model.h"
-#include "models/tensor_file.h"
 #include "test_support.h"
 
 namespace fgl::testing {
@@ -82,8 +82,7 @@ TEST_F(ScriptedModelTest, ForwardMustTakeOneTensor) {
 }
 
 TEST_F(ScriptedModelTest, TensorFileIsNotAModel) {
-  models::write_tensor_file(path_, models::Layout::kTensor, {"x"},
-                            {at::randn({2})});
+  io::write_tensor_file(path_, io::Layout::kTensor, {"x"}, {at::randn({2})});
   EXPECT_FALSE(models::is_torchscript_archive(path_));
   EXPECT_TRUE(throws_with([&] { models::ScriptedModel model(path_); },
                           {"not a TorchScript archive"}));

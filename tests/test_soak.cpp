@@ -11,8 +11,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "io/tensor_file.h"
 #include "models/gather_linear_module.h"
-#include "models/tensor_file.h"
 #include "test_support.h"
 
 namespace fgl::testing {
@@ -52,12 +52,12 @@ void soak(const at::Device& device) {
   const int64_t R = 4, B = 64, H = 64, K = 96;
   const std::string path =
       ::testing::TempDir() + "fgl_soak_" + std::to_string(::getpid()) + ".pt";
-  models::write_tensor_file(path, models::Layout::kDict, {"a", "b"},
-                            {at::randn({R, B, H}), at::randn({R, B / 2, H})});
+  io::write_tensor_file(path, io::Layout::kDict, {"a", "b"},
+                        {at::randn({R, B, H}), at::randn({R, B / 2, H})});
   models::GatherLinear model(R, H, K);
   model->to(device);
   auto one_inference = [&] {
-    const auto file = models::read_tensor_file(path);
+    const auto file = io::read_tensor_file(path);
     for (const auto& t : file.tensors) {
       const auto x = t.to(device);
       const auto out = model->forward(x);

@@ -8,19 +8,19 @@
 #include <fstream>
 #include <string>
 
+#include "io/input_file.h"
+#include "io/paths.h"
+#include "io/tensor_file.h"
 #include "models/gather_linear_module.h"
-#include "models/input_file.h"
-#include "models/paths.h"
-#include "models/tensor_file.h"
 #include "models/weights.h"
 #include "test_support.h"
 
 namespace fgl::testing {
 namespace {
 
+using io::Layout;
 using models::GatherLinear;
 using models::GatherLinearOptions;
-using models::Layout;
 
 // A fresh directory per test, removed afterwards.
 class WeightsTest : public ::testing::Test {
@@ -63,7 +63,7 @@ at::Tensor randn(at::IntArrayRef sizes) {
 void save_state_dict(const std::string& path,
                      const std::vector<std::string>& names,
                      const std::vector<at::Tensor>& tensors) {
-  models::write_tensor_file(path, Layout::kDict, names, tensors);
+  io::write_tensor_file(path, Layout::kDict, names, tensors);
 }
 
 void expect_loaded(const GatherLinear& model, const at::Tensor& weight,
@@ -142,10 +142,10 @@ TEST_F(WeightsTest, OnlyTheLayersTensorsAreRead) {
   const auto weights = models::read_weights(path("ckpt.pt"));
   EXPECT_TRUE(weights.weight.equal(w));
   EXPECT_TRUE(weights.bias->equal(b));
-  EXPECT_ANY_THROW(models::read_tensor_file(path("ckpt.pt")));
+  EXPECT_ANY_THROW(io::read_tensor_file(path("ckpt.pt")));
 
   const auto some =
-      models::read_tensor_file(path("ckpt.pt"), true, UINT64_MAX, {"weight"});
+      io::read_tensor_file(path("ckpt.pt"), true, UINT64_MAX, {"weight"});
   ASSERT_EQ(some.names, std::vector<std::string>{"weight"});
   ASSERT_EQ(some.unread.size(), 2u);
   EXPECT_EQ(some.unread[0].name, "other");
@@ -162,16 +162,16 @@ TEST_F(WeightsTest, ReadsTellTheReadObserver) {
     uint64_t read, size;
   };
   std::vector<Call> calls;
-  models::set_read_observer(
+  io::set_read_observer(
       [&](const std::string& p, uint64_t read, uint64_t size) {
         calls.push_back({p, read, size});
       });
-  const auto all = models::read_tensor_file(path("ckpt.pt"));
+  const auto all = io::read_tensor_file(path("ckpt.pt"));
   std::vector<Call> whole = calls;
   calls.clear();
   const auto some =
-      models::read_tensor_file(path("ckpt.pt"), true, UINT64_MAX, {"weight"});
-  models::set_read_observer(nullptr);
+      io::read_tensor_file(path("ckpt.pt"), true, UINT64_MAX, {"weight"});
+  io::set_read_observer(nullptr);
 
   ASSERT_EQ(all.tensors.size(), 2u);
   ASSERT_TRUE(some.tensors.at(0).equal(w));
@@ -234,21 +234,21 @@ TEST_F(WeightsTest, MisshapenTensorsInTheFile) {
 TEST_F(WeightsTest, TensorFilesRoundTripInEveryLayout) {
   const std::vector<at::Tensor> tensors{randn({2, 3, 4}), randn({2, 1, 4})};
   for (const auto layout : {Layout::kList, Layout::kTuple, Layout::kDict}) {
-    SCOPED_TRACE(models::to_string(layout));
-    models::write_tensor_file(path("t.pt"), layout, {"a", "b"}, tensors);
-    const auto file = models::read_tensor_file(path("t.pt"));
+    SCOPED_TRACE(io::to_string(layout));
+    io::write_tensor_file(path("t.pt"), layout, {"a", "b"}, tensors);
+    const auto file = io::read_tensor_file(path("t.pt"));
     EXPECT_EQ(file.layout, layout);
-    EXPECT_EQ(file.format, models::FileFormat::kTorchSave);
+    EXPECT_EQ(file.format, io::FileFormat::kTorchSave);
     ASSERT_EQ(file.tensors.size(), 2u);
     EXPECT_TRUE(file.tensors[1].equal(tensors[1]));
     EXPECT_EQ(file.names[0], layout == Layout::kDict ? "a" : "0");
   }
-  models::write_tensor_file(path("t.pt"), Layout::kTensor, {"x"}, {tensors[0]});
-  EXPECT_EQ(models::read_tensor_file(path("t.pt")).layout, Layout::kTensor);
+  io::write_tensor_file(path("t.pt"), Layout::kTensor, {"x"}, {tensors[0]});
+  EXPECT_EQ(io::read_tensor_file(path("t.pt")).layout, Layout::kTensor);
   // C++ torch::save of a tensor reads back as that tensor.
   torch::save(tensors[0], path("cpp.pt"));
-  const auto cpp = models::read_tensor_file(path("cpp.pt"));
-  EXPECT_EQ(cpp.format, models::FileFormat::kTorchScript);
+  const auto cpp = io::read_tensor_file(path("cpp.pt"));
+  EXPECT_EQ(cpp.format, io::FileFormat::kTorchScript);
   EXPECT_EQ(cpp.layout, Layout::kTensor);
   EXPECT_TRUE(cpp.tensors[0].equal(tensors[0]));
 }
@@ -257,10 +257,10 @@ TEST_F(WeightsTest, FailedWritesLeaveNoFile) {
   const auto target = path("missing_dir/y.pt");
   EXPECT_TRUE(throws_with(
       [&] {
-        models::write_tensor_file(target, Layout::kTensor, {"x"}, {randn({2})});
+        io::write_tensor_file(target, Layout::kTensor, {"x"}, {randn({2})});
       },
       {"cannot create a file in"}));
-  EXPECT_FALSE(models::path_exists(target));
+  EXPECT_FALSE(io::path_exists(target));
   EXPECT_TRUE(entries().empty());
 }
 
@@ -271,28 +271,27 @@ TEST_F(WeightsTest, WritesReplaceOnlyRegularFiles) {
   ASSERT_EQ(::symlink(path("kept.pt").c_str(), path("link.pt").c_str()), 0);
   EXPECT_TRUE(throws_with(
       [&] {
-        models::write_tensor_file(path("link.pt"), Layout::kTensor, {"x"},
-                                  {randn({2})});
+        io::write_tensor_file(path("link.pt"), Layout::kTensor, {"x"},
+                              {randn({2})});
       },
       {"not replacing", "link.pt", "not a regular file"}));
-  EXPECT_TRUE(models::is_special_file(path("link.pt")));
-  EXPECT_EQ(models::file_size(path("kept.pt")), 4);
+  EXPECT_TRUE(io::is_special_file(path("link.pt")));
+  EXPECT_EQ(io::file_size(path("kept.pt")), 4);
   EXPECT_EQ(entries().size(), 2u);  // no temporary file left
   // A regular file is replaced.
-  models::write_tensor_file(path("kept.pt"), Layout::kTensor, {"x"},
-                            {randn({2})});
-  EXPECT_FALSE(models::is_special_file(path("kept.pt")));
-  EXPECT_TRUE(models::same_file(path("link.pt"), path("kept.pt")));
+  io::write_tensor_file(path("kept.pt"), Layout::kTensor, {"x"}, {randn({2})});
+  EXPECT_FALSE(io::is_special_file(path("kept.pt")));
+  EXPECT_TRUE(io::same_file(path("link.pt"), path("kept.pt")));
 }
 
 TEST_F(WeightsTest, UnreadableFiles) {
-  EXPECT_TRUE(throws_with([&] { models::read_tensor_file(path("none.pt")); },
+  EXPECT_TRUE(throws_with([&] { io::read_tensor_file(path("none.pt")); },
                           {"cannot open"}));
   { std::ofstream(path("empty.pt")); }
-  EXPECT_TRUE(throws_with([&] { models::read_tensor_file(path("empty.pt")); },
+  EXPECT_TRUE(throws_with([&] { io::read_tensor_file(path("empty.pt")); },
                           {"is empty"}));
   { std::ofstream(path("text.pt")) << "not a tensor file"; }
-  EXPECT_TRUE(throws_with([&] { models::read_tensor_file(path("text.pt")); },
+  EXPECT_TRUE(throws_with([&] { io::read_tensor_file(path("text.pt")); },
                           {"is not a PyTorch zip file"}));
 }
 

@@ -17,8 +17,9 @@ rm -rf "$work"
 mkdir -p "$work"
 
 cmake --install "$build" --prefix "$stage" >"$work/install.log"
-for f in bin/fgl_infer lib/libfgl_ops.so lib/libfgl_models.a \
+for f in bin/fgl_infer lib/libfgl_ops.so lib/libfgl_models.a lib/libfgl_io.a \
          include/fgl/gather_linear.h include/fgl/models/weights.h \
+         include/fgl/io/tensor_file.h \
          lib/cmake/fgl/fglConfig.cmake lib/cmake/fgl/fglTargets.cmake; do
   [ -e "$stage/$f" ] || { echo "missing from the install: $f" >&2; exit 1; }
 done

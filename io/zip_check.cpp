@@ -1,11 +1,11 @@
-#include "models/zip_check.h"
+#include "io/zip_check.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
-namespace fgl::models {
+namespace fgl::io {
 namespace {
 
 constexpr uint32_t kEndSignature = 0x06054b50;       // end of central dir
@@ -156,4 +156,4 @@ void check_zip_directory(const void* data, size_t size) {
       size);
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -1,12 +1,12 @@
-#include "models/safetensors_file.h"
+#include "io/safetensors_file.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include "models/input_file.h"
-#include "models/safetensors_header.h"
+#include "io/input_file.h"
+#include "io/safetensors_header.h"
 
-namespace fgl::models {
+namespace fgl::io {
 namespace {
 
 at::ScalarType to_scalar_type(SafetensorsDtype dtype) {
@@ -123,4 +123,4 @@ TensorFile read_safetensors(const InputFile& file,
   return out;
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-namespace fgl::models {
+namespace fgl::io {
 
 /// Whether `path` names a sharded checkpoint's index (it ends in
 /// ".index.json").
@@ -19,4 +19,4 @@ bool is_sharded_index(const std::string& path);
 /// elsewhere ("../", absolute paths).
 std::map<std::string, std::string> read_sharded_index(const std::string& path);
 
-}  // namespace fgl::models
+}  // namespace fgl::io

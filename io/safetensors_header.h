@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace fgl::models {
+namespace fgl::io {
 
 /// A malformed safetensors file; the message says what is wrong.
 class SafetensorsError : public std::runtime_error {
@@ -91,4 +91,4 @@ std::string safetensors_preamble(
 /// length prefix followed by '{'.
 bool looks_like_safetensors(const unsigned char* head, size_t size);
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -1,4 +1,4 @@
-#include "models/tensor_file.h"
+#include "io/tensor_file.h"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -9,14 +9,14 @@
 #include <cstring>
 #include <sstream>
 
-#include "models/atomic_write.h"
-#include "models/input_file.h"
-#include "models/paths.h"
-#include "models/safetensors_file.h"
-#include "models/safetensors_header.h"
-#include "models/torch_save_format.h"
+#include "io/atomic_write.h"
+#include "io/input_file.h"
+#include "io/paths.h"
+#include "io/safetensors_file.h"
+#include "io/safetensors_header.h"
+#include "io/torch_save_format.h"
 
-namespace fgl::models {
+namespace fgl::io {
 namespace {
 
 // The first bytes of the file, enough to tell the formats apart.
@@ -254,4 +254,4 @@ void write_tensor_file(const std::string& path, Layout layout,
                             : write_torch_save(pack(layout, names, on_cpu)));
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace fgl::models {
+namespace fgl::io {
 
 class ZipError : public std::runtime_error {
  public:
@@ -34,4 +34,4 @@ void check_zip_directory(const ReadAt& read, uint64_t file_size,
 /// check_zip_directory on bytes in memory.
 void check_zip_directory(const void* data, size_t size);
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -1,4 +1,4 @@
-#include "models/input_file.h"
+#include "io/input_file.h"
 
 #include <c10/util/Exception.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-namespace fgl::models {
+namespace fgl::io {
 namespace {
 
 ReadObserver g_read_observer;
@@ -80,4 +80,4 @@ std::shared_ptr<caffe2::serialize::ReadAdapterInterface> InputFile::adapter()
   return std::make_shared<Adapter>(*this);
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

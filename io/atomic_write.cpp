@@ -1,4 +1,4 @@
-#include "models/atomic_write.h"
+#include "io/atomic_write.h"
 
 #include <c10/util/Exception.h>
 #include <fcntl.h>
@@ -10,9 +10,9 @@
 #include <cstring>
 #include <random>
 
-#include "models/paths.h"
+#include "io/paths.h"
 
-namespace fgl::models {
+namespace fgl::io {
 namespace {
 
 // The temporary name of the write in progress, for remove_pending_output:
@@ -141,4 +141,4 @@ void remove_pending_output() noexcept {
   if (g_has_pending.load()) ::unlink(g_pending);
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

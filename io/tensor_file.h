@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace fgl::models {
+namespace fgl::io {
 
 /// The container the tensors came in; results are written in the same one.
 enum class Layout { kTensor, kList, kTuple, kDict };
@@ -68,4 +68,4 @@ void write_tensor_file(const std::string& path, Layout layout,
                        const std::vector<std::string>& names,
                        const std::vector<at::Tensor>& tensors);
 
-}  // namespace fgl::models
+}  // namespace fgl::io

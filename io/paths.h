@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace fgl::models {
+namespace fgl::io {
 
 /// The directory part of `path`; "." for a bare file name.
 std::string parent_directory(const std::string& path);
@@ -34,4 +34,4 @@ bool same_file(const std::string& a, const std::string& b);
 /// The size of `path` in bytes; -1 when it cannot be stat'ed.
 int64_t file_size(const std::string& path);
 
-}  // namespace fgl::models
+}  // namespace fgl::io

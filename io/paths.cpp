@@ -1,8 +1,8 @@
-#include "models/paths.h"
+#include "io/paths.h"
 
 #include <sys/stat.h>
 
-namespace fgl::models {
+namespace fgl::io {
 
 std::string parent_directory(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -53,4 +53,4 @@ int64_t file_size(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

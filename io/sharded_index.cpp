@@ -1,4 +1,4 @@
-#include "models/sharded_index.h"
+#include "io/sharded_index.h"
 
 #include <c10/util/Exception.h>
 
@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "models/input_file.h"
-#include "models/paths.h"
+#include "io/input_file.h"
+#include "io/paths.h"
 
-namespace fgl::models {
+namespace fgl::io {
 
 bool is_sharded_index(const std::string& path) {
   return has_suffix(path, ".index.json");
@@ -41,4 +41,4 @@ std::map<std::string, std::string> read_sharded_index(const std::string& path) {
   return shards;
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-namespace fgl::models {
+namespace fgl::io {
 
 /// Told, as an InputFile reads, its path, the bytes it has read so far and
 /// its size. A program that shows progress on long reads installs one
@@ -51,4 +51,4 @@ class InputFile {
   mutable uint64_t read_ = 0;  // bytes read so far, for the ReadObserver
 };
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -1,4 +1,4 @@
-#include "models/torch_save_format.h"
+#include "io/torch_save_format.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/Dict.h>
@@ -13,11 +13,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "models/input_file.h"
-#include "models/pickle_values.h"
-#include "models/zip_check.h"
+#include "io/input_file.h"
+#include "io/pickle_values.h"
+#include "io/zip_check.h"
 
-namespace fgl::models {
+namespace fgl::io {
 namespace {
 
 // A pickle stack entry: a value, a MARK, or a Python global (a class or
@@ -412,88 +412,136 @@ class PickleMachine {
     return c10::IValue();  // a Python object we have no use for
   }
 
+  // One opcode; each family's handler answers whether it knew the opcode.
   void step(uint8_t op) {
+    TORCH_CHECK(
+        stack_op(op) || scalar_op(op) || container_op(op) || object_op(op),
+        "unsupported pickle opcode 0x", std::hex, int(op), " at byte ",
+        std::dec, pos_ - 1);
+  }
+
+  // Framing, marks, the stack's own moves and the memo.
+  bool stack_op(uint8_t op) {
     switch (op) {
       case 0x80:  // PROTO
         read_byte();
-        break;
+        return true;
       case 0x95:  // FRAME
         read_le<uint64_t>();
-        break;
+        return true;
       case '(':  // MARK
         stack_.push_back(Item{c10::IValue(), "", true});
-        break;
+        return true;
       case '0':  // POP
         pop();
-        break;
+        return true;
       case '1':  // POP_MARK
         pop_to_mark();
-        break;
+        return true;
       case '2':  // DUP
         stack_.push_back(stack_.at(stack_.size() - 1));
-        break;
+        return true;
+      case 'q':  // BINPUT
+        memo_put(read_le<uint8_t>());
+        return true;
+      case 'r':  // LONG_BINPUT
+        memo_put(read_le<uint32_t>());
+        return true;
+      case 0x94:  // MEMOIZE
+        memo_put(static_cast<uint32_t>(memo_.size()));
+        return true;
+      case 'h':  // BINGET
+        memo_get(read_le<uint8_t>());
+        return true;
+      case 'j':  // LONG_BINGET
+        memo_get(read_le<uint32_t>());
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // None, booleans, integers, floats, strings and bytes.
+  bool scalar_op(uint8_t op) {
+    switch (op) {
       case 'N':
         push(c10::IValue());
-        break;
+        return true;
       case 0x88:
         push(true);
-        break;
+        return true;
       case 0x89:
         push(false);
-        break;
+        return true;
       case 'J':
         push(static_cast<int64_t>(read_le<int32_t>()));
-        break;
+        return true;
       case 'K':
         push(static_cast<int64_t>(read_le<uint8_t>()));
-        break;
+        return true;
       case 'M':
         push(static_cast<int64_t>(read_le<uint16_t>()));
-        break;
-      case 0x8a: {  // LONG1: n little-endian two's-complement bytes
-        const auto n = read_le<uint8_t>();
-        TORCH_CHECK(n <= 8, "integer of ", int(n), " bytes in the pickle");
-        uint64_t v = 0;
-        const std::string bytes = read_bytes(n);
-        for (int i = n - 1; i >= 0; --i) {
-          v = (v << 8) | static_cast<uint8_t>(bytes[i]);
-        }
-        if (n > 0 && n < 8 && (static_cast<uint8_t>(bytes[n - 1]) & 0x80)) {
-          v |= ~uint64_t{0} << (8 * n);  // sign-extend
-        }
-        push(static_cast<int64_t>(v));
-        break;
-      }
-      case 'G': {  // BINFLOAT, big-endian
-        uint64_t bits = 0;
-        for (char c : read_bytes(8)) {
-          bits = (bits << 8) | static_cast<uint8_t>(c);
-        }
-        double d;
-        std::memcpy(&d, &bits, sizeof(d));
-        push(d);
-        break;
-      }
+        return true;
+      case 0x8a:  // LONG1
+        push(read_long1());
+        return true;
+      case 'G':  // BINFLOAT
+        push(read_binfloat());
+        return true;
       case 'X':  // BINUNICODE
       case 'T':  // BINSTRING
       case 'B':  // BINBYTES
         push(read_bytes(read_le<uint32_t>()));
-        break;
+        return true;
       case 0x8c:  // SHORT_BINUNICODE
       case 'U':   // SHORT_BINSTRING
       case 'C':   // SHORT_BINBYTES
         push(read_bytes(read_le<uint8_t>()));
-        break;
+        return true;
       case 0x8d:  // BINUNICODE8
       case 0x8e:  // BINBYTES8
         push(read_bytes(read_le<uint64_t>()));
-        break;
-      case ')':
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // n little-endian two's-complement bytes.
+  int64_t read_long1() {
+    const auto n = read_le<uint8_t>();
+    TORCH_CHECK(n <= 8, "integer of ", int(n), " bytes in the pickle");
+    uint64_t v = 0;
+    const std::string bytes = read_bytes(n);
+    for (int i = n - 1; i >= 0; --i) {
+      v = (v << 8) | static_cast<uint8_t>(bytes[i]);
+    }
+    if (n > 0 && n < 8 && (static_cast<uint8_t>(bytes[n - 1]) & 0x80)) {
+      v |= ~uint64_t{0} << (8 * n);  // sign-extend
+    }
+    return static_cast<int64_t>(v);
+  }
+
+  // A big-endian float64.
+  double read_binfloat() {
+    uint64_t bits = 0;
+    for (char c : read_bytes(8)) {
+      bits = (bits << 8) | static_cast<uint8_t>(c);
+    }
+    double d;
+    std::memcpy(&d, &bits, sizeof(d));
+    return d;
+  }
+
+  // Tuples, lists and dicts: made, and filled.
+  bool container_op(uint8_t op) {
+    switch (op) {
+      case ')':  // EMPTY_TUPLE
         push_tuple({});
-        break;
-      case 't':
+        return true;
+      case 't':  // TUPLE
         push_tuple(pop_to_mark());
-        break;
+        return true;
       case 0x85:
       case 0x86:
       case 0x87: {  // TUPLE1..3
@@ -502,111 +550,108 @@ class PickleMachine {
           *it = value(pop());
         }
         push_tuple(std::move(e));
-        break;
+        return true;
       }
-      case ']':
+      case ']':  // EMPTY_LIST
         push(c10::impl::GenericList(c10::AnyType::get()));
-        break;
-      case 'l': {
+        return true;
+      case 'l': {  // LIST
         c10::impl::GenericList list(c10::AnyType::get());
         for (auto& v : pop_to_mark()) {
           list.push_back(std::move(v));
         }
         push(list);
-        break;
+        return true;
       }
-      case 'a': {  // APPEND
-        auto v = value(pop());
-        TORCH_CHECK(top().isList(), "APPEND to a non-list in the pickle");
-        top().toList().push_back(std::move(v));
-        break;
-      }
-      case 'e': {  // APPENDS
-        auto values = pop_to_mark();
-        TORCH_CHECK(top().isList(), "APPENDS to a non-list in the pickle");
-        auto list = top().toList();
-        for (auto& v : values) {
-          list.push_back(std::move(v));
-        }
-        break;
-      }
-      case '}':
+      case 'a':  // APPEND
+      case 'e':  // APPENDS
+        append(op == 'a' ? std::vector<c10::IValue>{value(pop())}
+                         : pop_to_mark());
+        return true;
+      case '}':  // EMPTY_DICT
         push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
-        break;
-      case 'd':
-      case 'u': {  // DICT, SETITEMS
-        const auto kv = pop_to_mark();
-        TORCH_CHECK(kv.size() % 2 == 0, "odd SETITEMS in the pickle");
+        return true;
+      case 'd':    // DICT
+      case 'u': {  // SETITEMS
+        auto kv = pop_to_mark();
         if (op == 'd') {
           push(
               c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
         }
-        TORCH_CHECK(top().isGenericDict(), "SETITEMS on a ", top().tagKind(),
-                    " in the pickle");
-        auto dict = top().toGenericDict();
-        for (size_t i = 0; i < kv.size(); i += 2) {
-          dict.insert_or_assign(kv[i], kv[i + 1]);
-        }
-        break;
+        set_items(std::move(kv));
+        return true;
       }
       case 's': {  // SETITEM
         auto v = value(pop());
         auto k = value(pop());
-        TORCH_CHECK(top().isGenericDict(), "SETITEM on a ", top().tagKind(),
-                    " in the pickle");
-        top().toGenericDict().insert_or_assign(std::move(k), std::move(v));
-        break;
+        set_items({std::move(k), std::move(v)});
+        return true;
       }
+      default:
+        return false;
+    }
+  }
+
+  void append(std::vector<c10::IValue> values) {
+    TORCH_CHECK(top().isList(), "APPEND to a ", top().tagKind(),
+                " in the pickle");
+    auto list = top().toList();
+    for (auto& v : values) {
+      list.push_back(std::move(v));
+    }
+  }
+
+  // Keys and values, alternating, into the dict on top of the stack.
+  void set_items(std::vector<c10::IValue> kv) {
+    TORCH_CHECK(kv.size() % 2 == 0, "odd SETITEMS in the pickle");
+    TORCH_CHECK(top().isGenericDict(), "SETITEMS on a ", top().tagKind(),
+                " in the pickle");
+    auto dict = top().toGenericDict();
+    for (size_t i = 0; i < kv.size(); i += 2) {
+      dict.insert_or_assign(std::move(kv[i]), std::move(kv[i + 1]));
+    }
+  }
+
+  // Globals, calls of them, object state and torch's storages.
+  bool object_op(uint8_t op) {
+    switch (op) {
       case 'c': {  // GLOBAL
         const auto module = read_line();
         global(module, read_line());
-        break;
+        return true;
       }
       case 0x93: {  // STACK_GLOBAL
         const auto name = value(pop()).toStringRef();
         global(value(pop()).toStringRef(), name);
-        break;
+        return true;
       }
       case 'R':     // REDUCE
       case 0x81: {  // NEWOBJ
         const auto args = value(pop());
-        const Item fn = pop();
-        TORCH_CHECK(!fn.global.empty(), "REDUCE of a non-global in the pickle");
-        if (fn.global.rfind("__torch__.", 0) == 0) {
-          script_object(fn.global);
-        } else if (c10::IValue result = reduce(fn.global, args);
-                   !result.isNone()) {
-          push(std::move(result));
-        } else {
-          stack_.push_back(
-              Item{c10::IValue(), "", false, object_class(fn, args)});
-        }
-        break;
+        call(pop(), args);
+        return true;
       }
       case 'b':  // BUILD
         build(value(pop()));
-        break;
+        return true;
       case 'Q':  // BINPERSID
         push(persistent_load(value(pop())));
-        break;
-      case 'q':
-        memo_put(read_le<uint8_t>());
-        break;
-      case 'r':
-        memo_put(read_le<uint32_t>());
-        break;
-      case 0x94:  // MEMOIZE
-        memo_put(static_cast<uint32_t>(memo_.size()));
-        break;
-      case 'h':
-        memo_get(read_le<uint8_t>());
-        break;
-      case 'j':
-        memo_get(read_le<uint32_t>());
-        break;
+        return true;
       default:
-        TORCH_CHECK(false, "unsupported pickle opcode 0x", std::hex, int(op),
-                    " at byte ", std::dec, pos_ - 1);
+        return false;
+    }
+  }
+
+  // fn(*args): a TorchScript object, a value fgl knows how to make, or an
+  // object of a class it does not run (kept as a named placeholder).
+  void call(const Item& fn, const c10::IValue& args) {
+    TORCH_CHECK(!fn.global.empty(), "REDUCE of a non-global in the pickle");
+    if (fn.global.rfind("__torch__.", 0) == 0) {
+      script_object(fn.global);
+    } else if (c10::IValue result = reduce(fn.global, args); !result.isNone()) {
+      push(std::move(result));
+    } else {
+      stack_.push_back(Item{c10::IValue(), "", false, object_class(fn, args)});
     }
   }
 
@@ -881,4 +926,4 @@ c10::IValue read_torch_save(const void* data, size_t size) {
   return read_archive(archive);
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace fgl::models {
+namespace fgl::io {
 
 /// Containers may nest at most this deep (Python's own recursion limit).
 constexpr int64_t kMaxPickleNesting = 1000;
@@ -32,4 +32,4 @@ void check_value_graph(const c10::IValue& root);
 void destroy_values(std::vector<c10::IValue> values);
 void destroy_value(c10::IValue value);
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "models/tensor_file.h"
+#include "io/tensor_file.h"
 
-namespace fgl::models {
+namespace fgl::io {
 
 class InputFile;
 
@@ -25,4 +25,4 @@ TensorFile read_safetensors(const InputFile& file,
 std::vector<char> write_safetensors(const std::vector<std::string>& names,
                                     const std::vector<at::Tensor>& tensors);
 
-}  // namespace fgl::models
+}  // namespace fgl::io

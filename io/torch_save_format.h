@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace fgl::models {
+namespace fgl::io {
 
 class InputFile;
 
@@ -63,4 +63,4 @@ c10::IValue read_torch_save(const void* data, size_t size);
 /// torch.load(..., weights_only=True) reads. Tensors must be on the CPU.
 std::vector<char> write_torch_save(const c10::IValue& value);
 
-}  // namespace fgl::models
+}  // namespace fgl::io

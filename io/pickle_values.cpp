@@ -1,4 +1,4 @@
-#include "models/pickle_values.h"
+#include "io/pickle_values.h"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-namespace fgl::models {
+namespace fgl::io {
 namespace {
 
 bool is_container(const c10::IValue& v) {
@@ -125,4 +125,4 @@ void destroy_value(c10::IValue value) {
   destroy_values(std::move(values));
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace fgl::models {
+namespace fgl::io {
 
 /// Writes `bytes` to `path` atomically: readers (and a later run) see no
 /// file or the whole file. The bytes go to an unnamed file in the target's
@@ -21,4 +21,4 @@ void write_file_atomically(const std::string& path,
 /// one. Async-signal-safe: for SIGINT/SIGTERM handlers.
 void remove_pending_output() noexcept;
 
-}  // namespace fgl::models
+}  // namespace fgl::io

@@ -1,9 +1,9 @@
-#include "models/safetensors_header.h"
+#include "io/safetensors_header.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-namespace fgl::models {
+namespace fgl::io {
 namespace {
 
 using Json = nlohmann::ordered_json;  // keeps the file's tensor order
@@ -225,4 +225,4 @@ bool looks_like_safetensors(const unsigned char* head, size_t size) {
   return n >= 2 && n <= kMaxSafetensorsHeaderBytes;
 }
 
-}  // namespace fgl::models
+}  // namespace fgl::io
