@@ -21,7 +21,7 @@ inline bool answer_trivial(const std::optional<at::Tensor>& bias,
                            const GatherLinearSizes& s, at::Tensor& out) {
   if (out.numel() == 0) return true;
   if (s.R * s.H != 0) return false;
-  if (bias.has_value() && bias->defined()) {
+  if (has_bias(bias)) {
     out.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
   } else {
     out.zero_();
@@ -34,7 +34,7 @@ inline bool answer_trivial(const std::optional<at::Tensor>& bias,
 inline void library_gemm(const at::Tensor& gathered, const at::Tensor& weight,
                          const std::optional<at::Tensor>& bias,
                          at::Tensor& out) {
-  if (bias.has_value() && bias->defined()) {
+  if (has_bias(bias)) {
     at::addmm_out(out, *bias, gathered, weight.t());
   } else {
     at::mm_out(out, gathered, weight.t());

@@ -48,7 +48,7 @@ BasicGatherLinearSizes<Int> check_inputs(
     const std::optional<at::Tensor>& bias) {
   TORCH_CHECK(x.defined(), "gather_linear: x is an undefined tensor");
   TORCH_CHECK(weight.defined(), "gather_linear: weight is an undefined tensor");
-  const bool has_bias = bias.has_value() && bias->defined();
+  const bool with_bias = has_bias(bias);
 
   TORCH_CHECK(x.dim() == 3, "gather_linear: x must be 3-D (R, B, H), got a ",
               x.dim(), "-D tensor of shape ", shape_of<Int>(x));
@@ -68,7 +68,7 @@ BasicGatherLinearSizes<Int> check_inputs(
               " columns (R=", s.R, ", H=", s.H, " from x of shape ",
               shape_of<Int>(x), "), got weight of shape ",
               shape_of<Int>(weight));
-  if (has_bias) {
+  if (with_bias) {
     TORCH_CHECK(bias->dim() == 1 && size_of<Int>(*bias, 0) == s.K,
                 "gather_linear: bias must be 1-D of length K = ", s.K,
                 " (weight.size(0)), got shape ", shape_of<Int>(*bias));
@@ -90,7 +90,7 @@ void check_out(const at::Tensor& out, const at::Tensor& x,
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, x);
   at::assert_no_overlap(out, weight);
-  if (bias.has_value() && bias->defined()) {
+  if (has_bias(bias)) {
     at::assert_no_overlap(out, *bias);
   }
 }
@@ -123,7 +123,7 @@ bool out_may_overlap_inputs(const at::Tensor& out, const at::Tensor& x,
     return at::get_overlap_status(out, input) == at::MemOverlapStatus::TooHard;
   };
   return undecided(x) || undecided(weight) ||
-         (bias.has_value() && bias->defined() && undecided(*bias));
+         (has_bias(bias) && undecided(*bias));
 }
 
 void check_gather_linear_out_symint(const at::Tensor& out, const at::Tensor& x,

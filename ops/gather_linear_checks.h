@@ -10,6 +10,12 @@
 
 namespace fgl::detail {
 
+/// Whether a bias was given: present and defined (Python's None arrives as
+/// either).
+inline bool has_bias(const std::optional<at::Tensor>& bias) {
+  return bias.has_value() && bias->defined();
+}
+
 /// The problem sizes: x [R, B, H], weight [K, R*H], out [B, K].
 template <typename Int>
 struct BasicGatherLinearSizes {

@@ -19,12 +19,12 @@ GatherLinearParams<KernelT> make_params(const at::Tensor& x,
                                         at::Tensor& out,
                                         const GatherLinearSizes& s) {
   static_assert(sizeof(KernelT) == sizeof(ScalarT));
-  const bool has_bias = bias.has_value() && bias->defined();
+  const bool with_bias = has_bias(bias);
   GatherLinearParams<KernelT> p{};
   p.x = reinterpret_cast<const KernelT*>(x.const_data_ptr<ScalarT>());
   p.weight = reinterpret_cast<const KernelT*>(weight.const_data_ptr<ScalarT>());
   p.bias =
-      has_bias
+      with_bias
           ? reinterpret_cast<const KernelT*>(bias->const_data_ptr<ScalarT>())
           : nullptr;
   p.out = reinterpret_cast<KernelT*>(out.mutable_data_ptr<ScalarT>());
@@ -37,7 +37,7 @@ GatherLinearParams<KernelT> make_params(const at::Tensor& x,
   p.x_stride_h = x.stride(2);
   p.weight_stride_k = weight.stride(0);
   p.weight_stride_c = weight.stride(1);
-  p.bias_stride = has_bias ? bias->stride(0) : 0;
+  p.bias_stride = with_bias ? bias->stride(0) : 0;
   p.out_stride_b = out.stride(0);
   p.out_stride_k = out.stride(1);
   return p;

@@ -14,3 +14,12 @@ if [ -d /usr/local/cuda/bin ]; then
   PATH="$PATH:/usr/local/cuda/bin"
 fi
 export FGL_ROOT FGL_TORCH_VERSION FGL_CUTLASS_VERSION FGL_SETUPTOOLS_VERSION FGL_HOME FGL_VENV FGL_PYTHON FGL_BUILD_DIR PATH
+
+# The CMake generator arguments for configuring BUILD_DIR: Ninja where it is
+# installed, but never over a tree configured before (CMake keeps a tree's
+# generator). Usage: mapfile -t generator < <(cmake_generator DIR)
+cmake_generator() {
+  if command -v ninja >/dev/null && [ ! -f "$1/CMakeCache.txt" ]; then
+    printf '%s\n' -G Ninja
+  fi
+}

@@ -11,9 +11,7 @@ build_dir="${FGL_FUZZ_BUILD_DIR:-$FGL_ROOT/build-fuzz}"
 torch_root="$("$FGL_PYTHON" -c \
   'import os, torch; print(os.path.dirname(torch.__file__))')"
 
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-[ -f "$build_dir/CMakeCache.txt" ] && generator=()
+mapfile -t generator < <(cmake_generator "$build_dir")
 cmake -S "$FGL_ROOT/fuzz" -B "$build_dir" "${generator[@]}" \
   -DCMAKE_CXX_COMPILER="${FGL_FUZZ_CXX:-clang++}" \
   -DFGL_TORCH_ROOT="$torch_root" \

@@ -10,9 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 build_dir="${FGL_ASAN_BUILD_DIR:-$FGL_ROOT/build-asan}"
 filter="${FGL_ASAN_FILTER:--GatherLinearLarge.*}"
 
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-[ -f "$build_dir/CMakeCache.txt" ] && generator=()
+mapfile -t generator < <(cmake_generator "$build_dir")
 cmake -S "$FGL_ROOT" -B "$build_dir" "${generator[@]}" \
   -DFGL_PYTHON="$FGL_PYTHON" -DFGL_SANITIZE=ON -DFGL_ENABLE_CUDA=OFF \
   -DFGL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo

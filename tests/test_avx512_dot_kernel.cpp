@@ -18,8 +18,10 @@ at::Tensor run_kernel(const at::Tensor& x, const at::Tensor& weight,
   const detail::GatherLinearSizes sizes{x.size(0), x.size(1), x.size(2),
                                         weight.size(0)};
   auto out = at::full({sizes.B, sizes.K}, NAN, x.options());
+  // Every tile in one call, in order: the kernel itself, without threads.
   cpu::avx512_dot_gather_linear(
-      detail::make_params<T, T>(x, weight, bias, out, sizes));
+      detail::make_params<T, T>(x, weight, bias, out, sizes), 0,
+      cpu::avx512_dot_tiles(sizes.B, sizes.R, sizes.H, sizes.K).count);
   return out;
 }
 

@@ -31,7 +31,7 @@ class GatherLinearFunction
     // (needs_input_grad is for backward; forward reads requires_grad.)
     ctx->save_for_backward({weight.requires_grad() ? x : at::Tensor(),
                             x.requires_grad() ? weight : at::Tensor()});
-    ctx->saved_data["has_bias"] = bias.has_value() && bias->defined();
+    ctx->saved_data["has_bias"] = detail::has_bias(bias);
     ctx->saved_data["R"] = x.sym_size(0);
     ctx->saved_data["H"] = x.sym_size(2);
     at::AutoDispatchBelowADInplaceOrView below_autograd;
@@ -83,10 +83,10 @@ class GatherLinearFunction
 
 at::Tensor gather_linear_autograd(const at::Tensor& x, const at::Tensor& weight,
                                   const std::optional<at::Tensor>& bias) {
-  const bool has_bias = bias.has_value() && bias->defined();
+  const bool with_bias = detail::has_bias(bias);
   if (!at::GradMode::is_enabled() ||
       !(x.requires_grad() || weight.requires_grad() ||
-        (has_bias && bias->requires_grad()))) {
+        (with_bias && bias->requires_grad()))) {
     // Nothing to differentiate: skip the graph node (inference in grad mode).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return fgl::gather_linear(x, weight, bias);
@@ -105,7 +105,7 @@ at::Tensor& gather_linear_out_autograd(const at::Tensor& x,
                                        const std::optional<at::Tensor>& bias,
                                        at::Tensor& out) {
   const bool bias_requires_grad =
-      bias.has_value() && bias->defined() && bias->requires_grad();
+      detail::has_bias(bias) && bias->requires_grad();
   TORCH_CHECK(!at::GradMode::is_enabled() ||
                   !(x.requires_grad() || weight.requires_grad() ||
                     bias_requires_grad || out.requires_grad()),

@@ -1,6 +1,5 @@
 #include "cpu/avx512_dot_kernel.h"
 
-#include <ATen/Parallel.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -120,7 +119,7 @@ constexpr int kTile = 4;  // output features and rows of B per tile
 // lanes until the end. Whole vectors first, then the h tails of all slices
 // in a loop of their own with masked loads (zeros add nothing): masked loads
 // in the main loop, or any branch there, made GCC keep the accumulators in
-// memory and the kernel 2x slower.
+// memory (bench/NOTES.md, c3).
 template <typename T, int kK, int kB>
 FGL_AVX512 void tile(const GatherLinearParams<T>& p, int64_t k0, int64_t b0) {
   using L = Lanes<T>;
@@ -188,34 +187,34 @@ constexpr std::array<std::array<TileFn<T>, kTile>, kTile> kTiles = {
 
 }  // namespace
 
+DotTiles avx512_dot_tiles(int64_t B, int64_t R, int64_t H, int64_t K) {
+  const int64_t macs_per_tile = std::max<int64_t>(1, kTile * B * R * H);
+  return {(K + kTile - 1) / kTile,
+          std::max<int64_t>(1, (int64_t{1} << 16) / macs_per_tile)};
+}
+
+// A weight tile (4 rows of R*H) stays in L1 while every row tile of x
+// streams past it.
 template <typename T>
-void avx512_dot_gather_linear(const GatherLinearParams<T>& p) {
-  const int64_t k_tiles = (p.K + kTile - 1) / kTile;
-  // Tasks of at least ~64K multiply-adds, so small problems run inline
-  // rather than paying for a thread fork.
-  const int64_t macs_per_k_tile = std::max<int64_t>(1, kTile * p.B * p.R * p.H);
-  const int64_t grain =
-      std::max<int64_t>(1, (int64_t{1} << 16) / macs_per_k_tile);
-  // A weight tile (4 rows of R*H) stays in L1 while every row tile of x
-  // streams past it; threads own disjoint output features.
-  at::parallel_for(0, k_tiles, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t kt = begin; kt < end; ++kt) {
-      const int64_t k0 = kt * kTile;
-      const int kK = static_cast<int>(std::min<int64_t>(kTile, p.K - k0));
-      for (int64_t b0 = 0; b0 < p.B; b0 += kTile) {
-        const int kB = static_cast<int>(std::min<int64_t>(kTile, p.B - b0));
-        kTiles<T>[kK - 1][kB - 1](p, k0, b0);
-      }
+void avx512_dot_gather_linear(const GatherLinearParams<T>& p,
+                              int64_t tile_begin, int64_t tile_end) {
+  for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
+    const int64_t k0 = kt * kTile;
+    const int kK = static_cast<int>(std::min<int64_t>(kTile, p.K - k0));
+    for (int64_t b0 = 0; b0 < p.B; b0 += kTile) {
+      const int kB = static_cast<int>(std::min<int64_t>(kTile, p.B - b0));
+      kTiles<T>[kK - 1][kB - 1](p, k0, b0);
     }
-  });
+  }
 }
 
 template void avx512_dot_gather_linear<double>(
-    const GatherLinearParams<double>&);
-template void avx512_dot_gather_linear<float>(const GatherLinearParams<float>&);
+    const GatherLinearParams<double>&, int64_t, int64_t);
+template void avx512_dot_gather_linear<float>(const GatherLinearParams<float>&,
+                                              int64_t, int64_t);
 template void avx512_dot_gather_linear<c10::Half>(
-    const GatherLinearParams<c10::Half>&);
+    const GatherLinearParams<c10::Half>&, int64_t, int64_t);
 template void avx512_dot_gather_linear<c10::BFloat16>(
-    const GatherLinearParams<c10::BFloat16>&);
+    const GatherLinearParams<c10::BFloat16>&, int64_t, int64_t);
 
 }  // namespace fgl::cpu

@@ -8,6 +8,7 @@
 // place when one of their strides is 1.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include "backend_entry.h"
@@ -43,7 +44,7 @@ void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
   const bool reduced = at::isReducedFloatingType(x.scalar_type());
   at::Tensor acc =
       reduced ? at::empty({s.B, s.K}, x.options().dtype(at::kFloat)) : out;
-  if (bias.has_value() && bias->defined()) {
+  if (detail::has_bias(bias)) {
     acc.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
   } else {
     acc.zero_();
@@ -81,9 +82,14 @@ void run(const at::Tensor& x, const at::Tensor& weight,
 #ifdef FGL_WITH_AVX512_DOT
       AT_DISPATCH_FLOATING_TYPES_AND2(
           at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cpu", [&] {
-            cpu::avx512_dot_gather_linear(
-                detail::make_params<scalar_t, scalar_t>(x, weight, bias, out,
-                                                        s));
+            const auto p = detail::make_params<scalar_t, scalar_t>(
+                x, weight, bias, out, s);
+            // Threads own disjoint tiles of output features.
+            const auto tiles = cpu::avx512_dot_tiles(s.B, s.R, s.H, s.K);
+            at::parallel_for(0, tiles.count, tiles.grain,
+                             [&](int64_t begin, int64_t end) {
+                               cpu::avx512_dot_gather_linear(p, begin, end);
+                             });
           });
       return;
 #else
