@@ -10,8 +10,8 @@
 #include <string>
 
 #include "errors.h"
+#include "fgl/io/atomic_write.h"
 #include "inference.h"
-#include "io/atomic_write.h"
 #include "log.h"
 #include "options.h"
 #include "report.h"

@@ -4,10 +4,10 @@
 
 #include "errors.h"
 #include "fail.h"
+#include "fgl/models/aoti_model.h"
+#include "fgl/models/gather_linear_module.h"
+#include "fgl/models/scripted_model.h"
 #include "log.h"
-#include "models/aoti_model.h"
-#include "models/gather_linear_module.h"
-#include "models/scripted_model.h"
 
 namespace fgl::app {
 namespace {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "models/weights.h"
+#include "fgl/models/weights.h"
 #include "options.h"
 
 namespace fgl::app {

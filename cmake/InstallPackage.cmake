@@ -17,11 +17,9 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/ops/include/fgl
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS fgl_models fgl_io EXPORT fglTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-foreach(_fgl_dir models io)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_fgl_dir}/
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fgl/${_fgl_dir}
-    FILES_MATCHING PATTERN "*.h")
-endforeach()
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/include/fgl
+                  ${PROJECT_SOURCE_DIR}/io/include/fgl
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS fgl_infer RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(EXPORT fglTargets NAMESPACE fgl:: DESTINATION ${FGL_CMAKE_DIR})

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "io/safetensors_header.h"
+#include "fgl/io/safetensors_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

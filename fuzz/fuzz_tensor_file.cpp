@@ -11,7 +11,7 @@
 #include <exception>
 #include <string>
 
-#include "io/tensor_file.h"
+#include "fgl/io/tensor_file.h"
 
 namespace {
 

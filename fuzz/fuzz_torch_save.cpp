@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <exception>
 
-#include "io/torch_save_format.h"
+#include "fgl/io/torch_save_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

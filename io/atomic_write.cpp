@@ -1,4 +1,4 @@
-#include "io/atomic_write.h"
+#include "fgl/io/atomic_write.h"
 
 #include <c10/util/Exception.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "io/paths.h"
+#include "fgl/io/paths.h"
 
 namespace fgl::io {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/input_file.h"
+#include "fgl/io/input_file.h"
 
 #include <c10/util/Exception.h>
 #include <fcntl.h>

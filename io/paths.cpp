@@ -1,4 +1,4 @@
-#include "io/paths.h"
+#include "fgl/io/paths.h"
 
 #include <sys/stat.h>
 

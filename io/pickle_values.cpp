@@ -1,4 +1,4 @@
-#include "io/pickle_values.h"
+#include "fgl/io/pickle_values.h"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>

@@ -1,10 +1,10 @@
-#include "io/safetensors_file.h"
+#include "fgl/io/safetensors_file.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include "io/input_file.h"
-#include "io/safetensors_header.h"
+#include "fgl/io/input_file.h"
+#include "fgl/io/safetensors_header.h"
 
 namespace fgl::io {
 namespace {

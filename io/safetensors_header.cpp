@@ -1,4 +1,4 @@
-#include "io/safetensors_header.h"
+#include "fgl/io/safetensors_header.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

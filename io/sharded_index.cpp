@@ -1,4 +1,4 @@
-#include "io/sharded_index.h"
+#include "fgl/io/sharded_index.h"
 
 #include <c10/util/Exception.h>
 
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "io/input_file.h"
-#include "io/paths.h"
+#include "fgl/io/input_file.h"
+#include "fgl/io/paths.h"
 
 namespace fgl::io {
 

@@ -1,4 +1,4 @@
-#include "io/tensor_file.h"
+#include "fgl/io/tensor_file.h"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -9,12 +9,12 @@
 #include <cstring>
 #include <sstream>
 
-#include "io/atomic_write.h"
-#include "io/input_file.h"
-#include "io/paths.h"
-#include "io/safetensors_file.h"
-#include "io/safetensors_header.h"
-#include "io/torch_save_format.h"
+#include "fgl/io/atomic_write.h"
+#include "fgl/io/input_file.h"
+#include "fgl/io/paths.h"
+#include "fgl/io/safetensors_file.h"
+#include "fgl/io/safetensors_header.h"
+#include "fgl/io/torch_save_format.h"
 
 namespace fgl::io {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/torch_save_format.h"
+#include "fgl/io/torch_save_format.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/Dict.h>
@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "io/input_file.h"
-#include "io/pickle_values.h"
-#include "io/zip_check.h"
+#include "fgl/io/input_file.h"
+#include "fgl/io/pickle_values.h"
+#include "fgl/io/zip_check.h"
 
 namespace fgl::io {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/zip_check.h"
+#include "fgl/io/zip_check.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "models/aoti_model.h"
+#include "fgl/models/aoti_model.h"
 
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>

@@ -1,4 +1,4 @@
-#include "models/gather_linear_module.h"
+#include "fgl/models/gather_linear_module.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>

@@ -1,4 +1,4 @@
-#include "models/scripted_model.h"
+#include "fgl/models/scripted_model.h"
 
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
@@ -7,7 +7,7 @@
 
 #include <exception>
 
-#include "io/input_file.h"
+#include "fgl/io/input_file.h"
 
 namespace fgl::models {
 namespace {

@@ -1,4 +1,4 @@
-#include "models/weights.h"
+#include "fgl/models/weights.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -8,8 +8,8 @@
 #include <sstream>
 #include <vector>
 
-#include "io/sharded_index.h"
-#include "io/tensor_file.h"
+#include "fgl/io/sharded_index.h"
+#include "fgl/io/tensor_file.h"
 
 namespace fgl::models {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "models/gather_linear_module.h"
+#include "fgl/models/gather_linear_module.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

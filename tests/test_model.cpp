@@ -6,7 +6,7 @@
 #include <string>
 #include <tuple>
 
-#include "models/gather_linear_module.h"
+#include "fgl/models/gather_linear_module.h"
 #include "test_support.h"
 
 namespace fgl::testing {

@@ -5,7 +5,7 @@
 #include <ATen/core/List.h>
 #include <gtest/gtest.h>
 
-#include "io/pickle_values.h"
+#include "fgl/io/pickle_values.h"
 #include "test_support.h"
 
 namespace fgl::testing {

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <string>
 
-#include "io/input_file.h"
-#include "io/safetensors_file.h"
-#include "io/safetensors_header.h"
+#include "fgl/io/input_file.h"
+#include "fgl/io/safetensors_file.h"
+#include "fgl/io/safetensors_header.h"
 #include "test_support.h"
 
 namespace fgl::testing {

@@ -10,9 +10,9 @@
 
 #include <string>
 
-#include "io/tensor_file.h"
-#include "models/aoti_model.h"
-#include "models/scripted_model.h"
+#include "fgl/io/tensor_file.h"
+#include "fgl/models/aoti_model.h"
+#include "fgl/models/scripted_model.h"
 #include "test_support.h"
 
 namespace fgl::testing {

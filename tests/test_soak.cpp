@@ -11,8 +11,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "io/tensor_file.h"
-#include "models/gather_linear_module.h"
+#include "fgl/io/tensor_file.h"
+#include "fgl/models/gather_linear_module.h"
 #include "test_support.h"
 
 namespace fgl::testing {

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <string>
 
-#include "io/input_file.h"
-#include "io/paths.h"
-#include "io/tensor_file.h"
-#include "models/gather_linear_module.h"
-#include "models/weights.h"
+#include "fgl/io/input_file.h"
+#include "fgl/io/paths.h"
+#include "fgl/io/tensor_file.h"
+#include "fgl/models/gather_linear_module.h"
+#include "fgl/models/weights.h"
 #include "test_support.h"
 
 namespace fgl::testing {

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <string>
 
-#include "models/gather_linear_module.h"
-#include "models/weights.h"
+#include "fgl/models/gather_linear_module.h"
+#include "fgl/models/weights.h"
 
 int main(int argc, char** argv) {
   const auto x = at::randn({3, 5, 16});

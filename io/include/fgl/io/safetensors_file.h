@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "io/tensor_file.h"
+#include "fgl/io/tensor_file.h"
 
 namespace fgl::io {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "models/weights.h"
+#include "fgl/models/weights.h"
 
 namespace torch::inductor {
 class AOTIModelPackageLoader;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "models/gather_linear_module.h"
+#include "fgl/models/gather_linear_module.h"
 
 namespace fgl::models {
 
