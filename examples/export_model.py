@@ -14,6 +14,7 @@ layer has one, <prefix>bias; give --R or --H with them (the other follows).
 The op library is found by fgl.load_library(): --library, else
 $FGL_OPS_LIBRARY, else build/ops/libfgl_ops.so of this repository."""
 import argparse
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -92,7 +93,8 @@ def main(argv=None):
             model = export.model_from_weights(
                 state, args.weights_prefix, R=args.R, H=args.H,
                 device=args.device, dtype=dtype)
-        except (OSError, ValueError, RuntimeError) as err:
+        except (OSError, ValueError, RuntimeError,
+                pickle.UnpicklingError) as err:  # weights_only refusals
             sys.exit(f"export_model.py: {args.weights}: {err}")
     else:
         model = export.make_model(args.R or 4, args.H or 32, args.K or 56,

@@ -100,6 +100,24 @@ def test_export_script_takes_a_layer_from_a_checkpoint(tmp_path):
     assert float(((out.double() - want) / scale).abs().max()) <= 1e-2
 
 
+class NotATensor:
+    """A pickled object of a class: torch.load(weights_only=True) refuses
+    it rather than running its code."""
+
+
+def test_export_script_reads_checkpoints_as_data_only(tmp_path):
+    torch.save({"weight": torch.randn(K, R * H), "obj": NotATensor()},
+               tmp_path / "ckpt.pt")
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "export_model.py"),
+         "--torchscript", str(tmp_path / "m.pt"), "--weights",
+         str(tmp_path / "ckpt.pt"), "--R", str(R)],
+        capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode != 0 and "Weights only load failed" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "m.pt").exists()
+
+
 @pytest.mark.parametrize("args,message", [
     (["--weights", "CKPT"], "one of --R and --H"),
     (["--weights", "CKPT", "--R", "3", "--K", "4"], "come from --weights"),
