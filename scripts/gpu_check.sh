@@ -11,7 +11,7 @@
 # FGL_CUTLASS_INCLUDE_DIR; the summary says whether it was.
 # FGL_GPU_CTEST_ARGS narrows the test step when GPU time is short, e.g. the
 # CUDA-touching tests:
-#   FGL_GPU_CTEST_ARGS='-R Cuda|Sweep|OnGpu|StreamKernel|WarpDotKernel|cuda[.]'
+#   FGL_GPU_CTEST_ARGS='-R Cuda|Sweep|OnGpu|StreamKernel|WarpDotKernel|WarpMmaKernel|cuda[.]'
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 logs="$(mkdir -p "${1:-gpu-logs}" && cd "${1:-gpu-logs}" && pwd)"
@@ -89,7 +89,7 @@ fi
 tests="$FGL_BUILD_DIR/tests/fgl_tests"
 step memcheck timeout 200 compute-sanitizer --tool memcheck \
   --error-exitcode 9 "$tests" --gtest_brief=1 \
-  --gtest_filter='*Sweep*:*Cuda*:StreamKernel*:WarpDotKernel*'
+  --gtest_filter='*Sweep*:*Cuda*:StreamKernel*:WarpDotKernel*:WarpMmaKernel*'
 few='*Sweep*R4_B12_H32_K56_Float:*Sweep*R4_B12_H32_K56_BFloat16'
 few+=':*Sweep*R5_B70_H33_K130_Half:*Sweep*R8_B1_H64_K300_Half'
 few+=':*Sweep*R3_B4_H16_K77_Double:*Sweep*R32_B20_H128_K72_BFloat16:*Cuda*'

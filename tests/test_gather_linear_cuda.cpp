@@ -86,6 +86,21 @@ TEST(WarpDotKernel, IsExactAndDeterministic) {
                                                          {16, 37, 64, 1001}});
 }
 
+// The warp-mma kernel's layouts: a contraction shorter than one chunk and
+// than the four lanes that share a row (2,64,8,33), warps splitting a long
+// contraction 16 ways, a split whose last slice is short, one and two
+// n-tiles per warp with rows past B, several row tiles, columns past K in
+// the last group. float32 and float64 fall back to the policy.
+TEST(WarpMmaKernel, IsExactAndDeterministic) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  expect_exact_and_deterministic(cuda::Route::kWarpMma, {{2, 64, 8, 33},
+                                                         {32, 1, 128, 56},
+                                                         {9, 3, 200, 5},
+                                                         {4, 12, 32, 56},
+                                                         {16, 37, 64, 1001},
+                                                         {32, 16, 128, 4096}});
+}
+
 // NaN, +Inf and -Inf land where cat + linear puts them under `route`, for
 // every row tile size and dtype, and the finite outputs keep their accuracy.
 void expect_nan_and_inf_as_in_the_reference(cuda::Route route) {
@@ -140,6 +155,11 @@ TEST(StreamKernel, NanAndInfPropagateAsInTheReference) {
 TEST(WarpDotKernel, NanAndInfPropagateAsInTheReference) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWarpDot);
+}
+
+TEST(WarpMmaKernel, NanAndInfPropagateAsInTheReference) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  expect_nan_and_inf_as_in_the_reference(cuda::Route::kWarpMma);
 }
 
 // Allows TF32 in float32 matmuls (at::globalContext()) while it lives.

@@ -5,6 +5,7 @@
 #include "cuda/kernel_choice.h"
 #include "cuda/stream_layout.h"
 #include "cuda/warp_dot_layout.h"
+#include "cuda/warp_mma_layout.h"
 
 namespace fgl::cuda {
 namespace {
@@ -43,11 +44,16 @@ TEST(KernelChoice, SmallProblemsTakeTheWarpDotKernel) {
   EXPECT_EQ(choose_route(h200(32, 1, 128, 4096, 4)), Route::kWarpDot);
   EXPECT_EQ(choose_route(h200(128, 1, 128, 4096, 4)), Route::kWarpDot);
   EXPECT_EQ(choose_route(h200(64, 2, 128, 4096, 4)), Route::kStream);
+  // ... but a short contraction over many columns streams (up to 16 rows).
+  EXPECT_EQ(choose_route(h200(2, 1, 64, 16384, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(2, 16, 64, 16384, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(2, 24, 64, 16384, 4)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(16, 16, 64, 256, 8)), Route::kWarpDot);
   EXPECT_EQ(choose_route(h200(4, 12, 32, 56, 8)), Route::kWarpDot);
-  // Half precision: more warps than kWarpDotMaxWarpsHalf, or more read.
-  EXPECT_EQ(choose_route(h200(4, 12, 32, 1024, 2)), Route::kStream);
-  EXPECT_EQ(choose_route(h200(16, 12, 64, 1024, 2)), Route::kStream);
+  // Half precision from 2 to 4 rows up to 2 MiB of weight (the warp-mma
+  // kernel's range otherwise).
+  EXPECT_EQ(choose_route(h200(16, 2, 64, 1024, 2)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(4, 3, 32, 1024, 2)), Route::kWarpDot);
   // Other architectures keep cuBLAS (the table is the H200's).
   auto ampere = h200(4, 12, 32, 56, 4);
   ampere.arch = 80;
@@ -61,9 +67,9 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
       SCOPED_TRACE(::testing::Message() << "element size " << e << " B " << B);
       EXPECT_EQ(choose_route(h200(32, B, 128, 4096, e)), Route::kStream);
     }
-    EXPECT_EQ(choose_route(h200(8, 12, 64, 1024, e)), Route::kStream);
-    EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, e)), Route::kStream);
   }
+  EXPECT_EQ(choose_route(h200(8, 12, 64, 1024, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 1, 128, 4096, 2)), Route::kStream);
   // float32 keeps streaming to 64 rows, half precision to 16.
   EXPECT_EQ(choose_route(h200(32, 64, 128, 4096, 4)), Route::kStream);
@@ -79,6 +85,72 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
   EXPECT_TRUE(plan_stream(h200(32, 1, 128, 4096, 8)).has_value());
 }
 
+TEST(KernelChoice, HalfPrecisionUpTo16MiBTakesTheWarpMmaKernel) {
+  // Up to 16 rows and 16 MiB of weight, from 1024 output columns.
+  for (int64_t B : {1, 5, 8, 9, 16}) {
+    SCOPED_TRACE(::testing::Message() << "B " << B);
+    EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 2048, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(2, B, 64, 16384, 2)), Route::kWarpMma);
+  }
+  // To 32 rows (two row tiles, the weight read twice) up to 4 MiB.
+  EXPECT_EQ(choose_route(h200(8, 32, 64, 4096, 2)), Route::kWarpMma);
+  EXPECT_EQ(choose_route(h200(16, 32, 128, 2048, 2)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(8, 33, 64, 1024, 2)), Route::kCublasCat);
+  // Larger weights stream; fewer columns take the warp-dot kernel; float32
+  // and float64 never take it.
+  EXPECT_EQ(choose_route(h200(32, 16, 128, 4096, 2)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(4, 16, 32, 512, 2)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
+  EXPECT_FALSE(plan_warp_mma(h200(8, 16, 64, 1024, 4)).has_value());
+  EXPECT_FALSE(plan_warp_mma(h200(8, 16, 64, 1024, 8)).has_value());
+  // mma.sync on 16-bit types needs sm_80; the table is the H200's.
+  auto ampere = h200(8, 16, 64, 1024, 2);
+  ampere.arch = 80;
+  EXPECT_EQ(choose_route(ampere), Route::kCublasCat);
+  EXPECT_TRUE(plan_warp_mma(ampere).has_value());
+  ampere.arch = 75;
+  EXPECT_FALSE(plan_warp_mma(ampere).has_value());
+}
+
+TEST(KernelChoice, WarpMmaPlansCoverTheProblem) {
+  const int64_t shapes[][4] = {
+      {4, 12, 32, 56},    {32, 1, 128, 56},   {2, 64, 8, 33},      {1, 1, 8, 1},
+      {16, 37, 64, 1001}, {32, 1, 128, 4096}, {128, 4, 128, 32768}};
+  for (const auto& s : shapes) {
+    SCOPED_TRACE(::testing::Message()
+                 << s[0] << "," << s[1] << "," << s[2] << "," << s[3]);
+    const auto plan = plan_warp_mma(h200(s[0], s[1], s[2], s[3], 2));
+    ASSERT_TRUE(plan.has_value());
+    const int64_t C = s[0] * s[2];
+    EXPECT_EQ(plan->row_tiles_per_warp, warp_mma::row_tiles_per_warp(s[1]));
+    // A power of two of warps, the block's warps, per group of columns.
+    EXPECT_GE(plan->splits, 1);
+    EXPECT_LE(plan->splits, warp_mma::kMaxSplits);
+    EXPECT_EQ(plan->splits & (plan->splits - 1), 0);
+    EXPECT_EQ(plan->threads % (32 * plan->splits), 0);
+    EXPECT_GE(plan->threads, warp_mma::kMinThreads);
+    EXPECT_LE(plan->threads, warp_mma::kMaxThreads);
+    // Slices of whole chunks cover the contraction.
+    EXPECT_EQ(plan->slice % warp_mma::kChunk, 0);
+    EXPECT_GE(plan->splits * plan->slice, C);
+    EXPECT_GE(plan->column_tiles * warp_mma::kColumns * plan->threads / 32 /
+                  plan->splits,
+              s[3]);
+    EXPECT_GE(
+        plan->row_tiles * plan->row_tiles_per_warp * warp_mma::kRowsPerTile,
+        s[1]);
+  }
+  // Few groups of columns over a long contraction: warps share each group.
+  EXPECT_GT(plan_warp_mma(h200(32, 1, 128, 1024, 2))->splits, 1);
+  Problem p = h200(8, 16, 64, 1024, 2);
+  p.x_vectors = false;
+  EXPECT_FALSE(plan_warp_mma(p).has_value());
+  p = h200(8, 16, 64, 1024, 2);
+  p.weight_tma_ok = false;
+  EXPECT_FALSE(plan_warp_mma(p).has_value());
+}
+
 TEST(KernelChoice, FusedRoutesComeWithTheirPlans) {
   const Problem decode = h200(32, 1, 128, 4096, 2);
   const RouteChoice streamed = choose(decode);
@@ -92,10 +164,18 @@ TEST(KernelChoice, FusedRoutesComeWithTheirPlans) {
   ASSERT_TRUE(small.warp_dot.has_value());
   EXPECT_FALSE(small.stream.has_value());
   EXPECT_EQ(small.warp_dot->row_tiles, plan_warp_dot(seed)->row_tiles);
+  const Problem mid = h200(8, 16, 64, 1024, 2);
+  const RouteChoice tensor_cores = choose(mid);
+  EXPECT_EQ(tensor_cores.route, Route::kWarpMma);
+  ASSERT_TRUE(tensor_cores.warp_mma.has_value());
+  EXPECT_FALSE(tensor_cores.warp_dot.has_value());
+  EXPECT_FALSE(tensor_cores.stream.has_value());
+  EXPECT_EQ(tensor_cores.warp_mma->splits, plan_warp_mma(mid)->splits);
   const RouteChoice large = choose(h200(32, 4096, 128, 4096, 2));
   EXPECT_EQ(large.route, Route::kCublasCat);
   EXPECT_FALSE(large.stream.has_value());
   EXPECT_FALSE(large.warp_dot.has_value());
+  EXPECT_FALSE(large.warp_mma.has_value());
 }
 
 TEST(KernelChoice, LargeProblemsTakeCublas) {

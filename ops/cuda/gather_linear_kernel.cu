@@ -11,6 +11,7 @@
 #include "stream_kernel.cuh"
 #include "tiled_kernel.cuh"
 #include "warp_dot_kernel.cuh"
+#include "warp_mma_kernel.cuh"
 
 namespace fgl::cuda {
 namespace {
@@ -116,7 +117,31 @@ cudaError_t launch_warp_dot_rows(const GatherLinearParams<T>& p,
   return cudaGetLastError();
 }
 
+template <typename T, int kRowTiles>
+cudaError_t launch_warp_mma_rows(const GatherLinearParams<T>& p,
+                                 const WarpMmaPlan& plan, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(plan.column_tiles),
+                  static_cast<unsigned>(plan.row_tiles));
+  const warp_mma::Layout layout{plan.splits, static_cast<int32_t>(plan.slice)};
+  warp_mma::gather_linear_warp_mma_kernel<T, kRowTiles>
+      <<<grid, plan.threads, 0, stream>>>(p, layout);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+template <typename T>
+cudaError_t launch_warp_mma(const GatherLinearParams<T>& p,
+                            const WarpMmaPlan& plan, cudaStream_t stream) {
+  // The instances plan_warp_mma chooses from (warp_mma::row_tiles_per_warp).
+  switch (plan.row_tiles_per_warp) {
+    case 1:
+      return launch_warp_mma_rows<T, 1>(p, plan, stream);
+    case 2:
+      return launch_warp_mma_rows<T, 2>(p, plan, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 template <typename T>
 cudaError_t launch_warp_dot(const GatherLinearParams<T>& p,
@@ -183,5 +208,9 @@ FGL_INSTANTIATE(double)
 FGL_INSTANTIATE(__half)
 FGL_INSTANTIATE(__nv_bfloat16)
 #undef FGL_INSTANTIATE
+template cudaError_t launch_warp_mma<__half>(const GatherLinearParams<__half>&,
+                                             const WarpMmaPlan&, cudaStream_t);
+template cudaError_t launch_warp_mma<__nv_bfloat16>(
+    const GatherLinearParams<__nv_bfloat16>&, const WarpMmaPlan&, cudaStream_t);
 
 }  // namespace fgl::cuda

@@ -23,6 +23,12 @@ template <typename T>
 cudaError_t launch_warp_dot(const GatherLinearParams<T>& params,
                             const WarpDotPlan& plan, cudaStream_t stream);
 
+/// Enqueues the 16-bit decode kernel on `stream`, laid out by `plan`, which
+/// must be plan_warp_mma() of this problem; T is __half or __nv_bfloat16.
+template <typename T>
+cudaError_t launch_warp_mma(const GatherLinearParams<T>& params,
+                            const WarpMmaPlan& plan, cudaStream_t stream);
+
 /// Enqueues the weight-streaming kernel on `stream`, laid out by `plan`,
 /// which must be plan_stream() of this problem; `x_vectors` as in Problem.
 template <typename T>

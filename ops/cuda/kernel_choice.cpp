@@ -5,6 +5,7 @@
 #include "forced_route.h"
 #include "stream_layout.h"
 #include "warp_dot_layout.h"
+#include "warp_mma_layout.h"
 
 namespace fgl::cuda {
 namespace {
@@ -20,6 +21,11 @@ constexpr int64_t kMaxStreamRowsFloat = 64;
 // Below this many weight bytes the kernel lost to cat + cuBLAS in float32:
 // too little weight to stream for its fixed costs (the 4,12,32,56 problem).
 constexpr int64_t kMinFloatWeightBytes = 1 << 20;
+// A contraction this short (a few stages a block) streamed in float32 only
+// up to kMaxShortStreamRowsFloat rows: 2,24,64,16384 lost (bench/NOTES.md,
+// "v16").
+constexpr int64_t kShortContraction = 512;
+constexpr int64_t kMaxShortStreamRowsFloat = 16;
 // The weight ring's depth: at most kMaxRingStages, and at least
 // kMinRingStages beside the x slab (fewer leave too few bytes in flight).
 constexpr int kMaxRingStages = 16;
@@ -32,11 +38,21 @@ constexpr int64_t kWarpDotWarpsPerSm = 16;
 // per row tile of warp_dot::rows_per_warp rows. Half precision also needs
 // few warps (output columns times row tiles): each warp's fixed costs grow
 // with their number. float32 decode (one row) won at every weight measured
-// (to 128 MiB).
+// (to 128 MiB) from contractions of kShortContraction on; shorter ones, over
+// many columns, stream (2,1,64,16384).
 constexpr int64_t kWarpDotMaxReadHalf = int64_t{2} << 20;
 constexpr int64_t kWarpDotMaxWarpsHalf = 2048;
 constexpr int64_t kWarpDotMaxReadFloat = int64_t{4} << 20;
 constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
+// Where the warp-mma kernel beat every other route on the H200 (bench/NOTES.md,
+// "v16"), 16-bit types only: from 1024 output columns (fewer leave too few
+// warps; the warp-dot kernel keeps them), a weight of at most 16 MiB up to
+// 16 rows and 4 MiB up to 32 (one grid row tile of 16 rows reads the weight
+// once; beyond, the streaming kernel or cuBLAS). The warp-dot kernel's 2-
+// and 4-row instances tied or won where they read at most 2 MiB.
+constexpr int64_t kMinWarpMmaColumns = 1024;
+constexpr int64_t kWarpMmaMaxWeight = int64_t{16} << 20;
+constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{4} << 20;
 // The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh).
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
@@ -76,10 +92,25 @@ bool warp_dot_wins(const Problem& p) {
       return read <= kWarpDotMaxReadHalf &&
              p.K * row_tiles <= kWarpDotMaxWarpsHalf;
     case 4:
-      return read <= kWarpDotMaxReadFloat || p.B == 1;
+      return read <= kWarpDotMaxReadFloat ||
+             (p.B == 1 && p.R * p.H >= kShortContraction);
     default:
       return read <= kWarpDotMaxReadDouble;
   }
+}
+
+// The measured table's verdict for the warp-mma kernel on the H200.
+bool warp_mma_wins(const Problem& p) {
+  if (p.element_size != 2 || p.K < kMinWarpMmaColumns) return false;
+  const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
+  if (p.B >= 2 && p.B <= 4 && weight_bytes <= kWarpDotMaxReadHalf) {
+    return false;
+  }
+  const int64_t rows_per_pass =
+      int64_t{warp_mma::kRowsPerTile} * warp_mma::kMaxRowTiles;
+  return p.B <= rows_per_pass       ? weight_bytes <= kWarpMmaMaxWeight
+         : p.B <= 2 * rows_per_pass ? weight_bytes <= kWarpMmaMaxWeightTwoTiles
+                                    : false;
 }
 
 // Tiles of out the Hopper tensor-core kernel covers `p` with.
@@ -97,12 +128,36 @@ bool wgmma_wins(const Problem& p) {
 
 detail::ForcedRoute<Route> g_forced_route;
 
+// The choices: a route alone, or a fused kernel with its plan.
+RouteChoice taking(Route route) {
+  RouteChoice choice;
+  choice.route = route;
+  return choice;
+}
+RouteChoice taking(const WarpDotPlan& plan) {
+  RouteChoice choice = taking(Route::kWarpDot);
+  choice.warp_dot = plan;
+  return choice;
+}
+RouteChoice taking(const WarpMmaPlan& plan) {
+  RouteChoice choice = taking(Route::kWarpMma);
+  choice.warp_mma = plan;
+  return choice;
+}
+RouteChoice taking(const StreamPlan& plan) {
+  RouteChoice choice = taking(Route::kStream);
+  choice.stream = plan;
+  return choice;
+}
+
 }  // namespace
 
 const char* route_name(Route route) {
   switch (route) {
     case Route::kWarpDot:
       return "warp-dot";
+    case Route::kWarpMma:
+      return "warp-mma";
     case Route::kStream:
       return "stream";
     case Route::kWgmma:
@@ -143,6 +198,37 @@ std::optional<WarpDotPlan> plan_warp_dot(const Problem& p) {
   plan.slice = ceil_div(ceil_div(C, plan.splits), step) * step;
   plan.threads = std::max(warp_dot::kMinThreads, 32 * plan.splits);
   plan.column_tiles = ceil_div(p.K, plan.threads / 32 / plan.splits);
+  if (plan.column_tiles > INT32_MAX) return std::nullopt;
+  return plan;
+}
+
+std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p) {
+  const int64_t C = p.R * p.H;
+  if (p.arch < 80 || p.element_size != 2 || !p.weight_tma_ok || !p.x_vectors ||
+      C <= 0 || C > INT32_MAX / 2 || p.B <= 0 || p.K <= 0 || p.sm_count <= 0) {
+    return std::nullopt;
+  }
+  WarpMmaPlan plan;
+  plan.row_tiles_per_warp = warp_mma::row_tiles_per_warp(p.B);
+  plan.row_tiles =
+      ceil_div(p.B, int64_t{warp_mma::kRowsPerTile} * plan.row_tiles_per_warp);
+  if (plan.row_tiles > 65535) return std::nullopt;
+  // Warps split a group's contraction (a power of two of them, each at least
+  // one unrolled step long) until every multiprocessor has
+  // kWarpDotWarpsPerSm warps.
+  const int64_t unit = int64_t{warp_mma::kChunk} * warp_mma::kUnroll;
+  const int64_t warps = ceil_div(p.K, warp_mma::kColumns) * plan.row_tiles;
+  plan.splits = 1;
+  while (plan.splits < warp_mma::kMaxSplits &&
+         plan.splits * 2 <= ceil_div(C, unit) &&
+         warps * plan.splits < int64_t{kWarpDotWarpsPerSm} * p.sm_count) {
+    plan.splits *= 2;
+  }
+  plan.slice =
+      ceil_div(ceil_div(C, plan.splits), warp_mma::kChunk) * warp_mma::kChunk;
+  plan.threads = std::max(warp_mma::kMinThreads, 32 * plan.splits);
+  plan.column_tiles = ceil_div(
+      p.K, int64_t{warp_mma::kColumns} * (plan.threads / 32 / plan.splits));
   if (plan.column_tiles > INT32_MAX) return std::nullopt;
   return plan;
 }
@@ -226,31 +312,39 @@ RouteChoice choose(const Problem& p) {
       p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
   if (const auto forced = forced_route()) {
     if (*forced == Route::kStream) {
-      if (auto plan = plan_stream(p)) return {Route::kStream, {}, plan};
+      if (auto plan = plan_stream(p)) return taking(*plan);
     } else if (*forced == Route::kWarpDot) {
-      if (auto plan = plan_warp_dot(p)) return {Route::kWarpDot, plan, {}};
+      if (auto plan = plan_warp_dot(p)) return taking(*plan);
+    } else if (*forced == Route::kWarpMma) {
+      if (auto plan = plan_warp_mma(p)) return taking(*plan);
     } else if (*forced == Route::kWgmma) {
-      if (can_run_wgmma(p)) return {Route::kWgmma, {}, {}};
+      if (can_run_wgmma(p)) return taking(Route::kWgmma);
     } else if (*forced != Route::kCublasView || p.x_gathered_view) {
-      return {*forced, {}, {}};
+      return taking(*forced);
     }
   }
+  if (p.arch == kMeasuredArch && warp_mma_wins(p)) {
+    if (auto plan = plan_warp_mma(p)) return taking(*plan);
+  }
   if (p.arch == kMeasuredArch && warp_dot_wins(p)) {
-    if (auto plan = plan_warp_dot(p)) return {Route::kWarpDot, plan, {}};
+    if (auto plan = plan_warp_dot(p)) return taking(*plan);
   }
   bool stream = false;
   if (p.element_size == 2) {
     stream = p.B <= kMaxStreamRowsHalf;
   } else if (p.element_size == 4) {
     const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
-    stream = p.B <= kMaxStreamRowsFloat && weight_bytes >= kMinFloatWeightBytes;
+    const int64_t max_rows = p.R * p.H >= kShortContraction
+                                 ? kMaxStreamRowsFloat
+                                 : kMaxShortStreamRowsFloat;
+    stream = p.B <= max_rows && weight_bytes >= kMinFloatWeightBytes;
   }
   // Planned only where the table streams: the call's host-side cost.
   if (stream) {
-    if (auto plan = plan_stream(p)) return {Route::kStream, {}, plan};
+    if (auto plan = plan_stream(p)) return taking(*plan);
   }
-  if (wgmma_wins(p) && can_run_wgmma(p)) return {Route::kWgmma, {}, {}};
-  return {fallback, {}, {}};
+  if (wgmma_wins(p) && can_run_wgmma(p)) return taking(Route::kWgmma);
+  return taking(fallback);
 }
 
 Route choose_route(const Problem& p) { return choose(p).route; }

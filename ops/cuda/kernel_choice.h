@@ -38,6 +38,7 @@ struct Problem {
 
 enum class Route {
   kWarpDot,     // warp_dot_kernel.cuh: small problems, one warp a column
+  kWarpMma,     // warp_mma_kernel.cuh: 16-bit decode, warps on tensor cores
   kStream,      // stream_kernel.cuh: the weight streamed once, few rows
   kWgmma,       // sm90/wgmma_kernel.cuh: many rows, Hopper tensor cores
   kTiled,       // tiled_kernel.cuh: any problem, CUDA cores
@@ -46,9 +47,9 @@ enum class Route {
 };
 
 /// Every route, in the order above.
-inline constexpr Route kRoutes[] = {Route::kWarpDot,    Route::kStream,
-                                    Route::kWgmma,      Route::kTiled,
-                                    Route::kCublasView, Route::kCublasCat};
+inline constexpr Route kRoutes[] = {
+    Route::kWarpDot, Route::kWarpMma,    Route::kStream,   Route::kWgmma,
+    Route::kTiled,   Route::kCublasView, Route::kCublasCat};
 
 const char* route_name(Route route);
 
@@ -83,16 +84,33 @@ struct WarpDotPlan {
 /// exceeds its grid.
 std::optional<WarpDotPlan> plan_warp_dot(const Problem& p);
 
+/// How warp_mma_kernel.cuh covers one problem.
+struct WarpMmaPlan {
+  int row_tiles_per_warp = 0;  // kRowTiles: n-tiles of 8 rows per warp
+  int splits = 0;              // warps per group of 16 output columns
+  int64_t slice = 0;           // contraction elements per warp
+  int threads = 0;             // per block
+  int64_t column_tiles = 0;    // grid.x
+  int64_t row_tiles = 0;       // grid.y
+};
+
+/// The warp-mma kernel's layout for `p`, or nullopt where it cannot run it:
+/// not float16 or bfloat16, before sm_80, x and the weight do not load as
+/// 16-byte vectors, R*H reaches 2^30, or B exceeds its grid.
+std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p);
+
 /// Whether the Hopper tensor-core kernel can take `p`: built, sm_90,
 /// float16, bfloat16, or float32 where TF32 is allowed, x and the weight
 /// readable by the copy engine, and every size (and the tiles of out) below
 /// 2^31.
 bool can_run_wgmma(const Problem& p);
 
-/// A route, with the fused kernel's plan when it is kWarpDot or kStream.
+/// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
+/// kStream.
 struct RouteChoice {
   Route route = Route::kCublasCat;
   std::optional<WarpDotPlan> warp_dot;
+  std::optional<WarpMmaPlan> warp_mma;
   std::optional<StreamPlan> stream;
 };
 
