@@ -62,15 +62,14 @@ TEST(KernelChoice, SmallProblemsTakeTheWarpDotKernel) {
 }
 
 TEST(KernelChoice, DecodeAndSmallBatchesStream) {
-  for (int e : {2, 4}) {
-    for (int64_t B : {2, 7, 16}) {
-      SCOPED_TRACE(::testing::Message() << "element size " << e << " B " << B);
-      EXPECT_EQ(choose_route(h200(32, B, 128, 4096, e)), Route::kStream);
-    }
+  for (int64_t B : {2, 7, 16}) {
+    SCOPED_TRACE(::testing::Message() << "B " << B);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 512, 2)), Route::kStream);
   }
   EXPECT_EQ(choose_route(h200(8, 12, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
-  EXPECT_EQ(choose_route(h200(32, 1, 128, 4096, 2)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(32, 1, 128, 512, 2)), Route::kStream);
   // float32 keeps streaming to 64 rows, half precision to 16.
   EXPECT_EQ(choose_route(h200(32, 64, 128, 4096, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(8, 64, 64, 1024, 4)), Route::kStream);
@@ -85,21 +84,23 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
   EXPECT_TRUE(plan_stream(h200(32, 1, 128, 4096, 8)).has_value());
 }
 
-TEST(KernelChoice, HalfPrecisionUpTo16MiBTakesTheWarpMmaKernel) {
-  // Up to 16 rows and 16 MiB of weight, from 1024 output columns.
+TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
+  // Up to 16 rows at any weight, from 1024 output columns.
   for (int64_t B : {1, 5, 8, 9, 16}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
     EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 2)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(32, B, 128, 2048, 2)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(2, B, 64, 16384, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 2)), Route::kWarpMma);
   }
   // To 32 rows (two row tiles, the weight read twice) up to 4 MiB.
   EXPECT_EQ(choose_route(h200(8, 32, 64, 4096, 2)), Route::kWarpMma);
   EXPECT_EQ(choose_route(h200(16, 32, 128, 2048, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(8, 33, 64, 1024, 2)), Route::kCublasCat);
-  // Larger weights stream; fewer columns take the warp-dot kernel; float32
-  // and float64 never take it.
-  EXPECT_EQ(choose_route(h200(32, 16, 128, 4096, 2)), Route::kStream);
+  // Fewer columns keep the warp-dot or the streaming kernel; float32 and
+  // float64 never take it.
+  EXPECT_EQ(choose_route(h200(32, 16, 128, 512, 2)), Route::kStream);
   EXPECT_EQ(choose_route(h200(4, 16, 32, 512, 2)), Route::kWarpDot);
   EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
   EXPECT_FALSE(plan_warp_mma(h200(8, 16, 64, 1024, 4)).has_value());
@@ -152,7 +153,7 @@ TEST(KernelChoice, WarpMmaPlansCoverTheProblem) {
 }
 
 TEST(KernelChoice, FusedRoutesComeWithTheirPlans) {
-  const Problem decode = h200(32, 1, 128, 4096, 2);
+  const Problem decode = h200(32, 2, 128, 4096, 4);
   const RouteChoice streamed = choose(decode);
   EXPECT_EQ(streamed.route, Route::kStream);
   ASSERT_TRUE(streamed.stream.has_value());
@@ -352,8 +353,8 @@ TEST(KernelChoice, ManyTilesOfHalfTypesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 8)),
             Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(32, 4096, 128, 4096, 2)), Route::kCublasCat);
-  // Few rows stay on the streaming kernel.
-  EXPECT_EQ(choose_route(h200_wgmma(32, 16, 128, 65536, 2)), Route::kStream);
+  // Few rows stay on the warp-mma kernel.
+  EXPECT_EQ(choose_route(h200_wgmma(32, 16, 128, 65536, 2)), Route::kWarpMma);
 }
 
 TEST(KernelChoice, ForcedRoutesWinWhereTheyCanRun) {

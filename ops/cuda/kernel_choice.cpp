@@ -46,12 +46,12 @@ constexpr int64_t kWarpDotMaxReadFloat = int64_t{4} << 20;
 constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // Where the warp-mma kernel beat every other route on the H200 (bench/NOTES.md,
 // "v16"), 16-bit types only: from 1024 output columns (fewer leave too few
-// warps; the warp-dot kernel keeps them), a weight of at most 16 MiB up to
-// 16 rows and 4 MiB up to 32 (one grid row tile of 16 rows reads the weight
-// once; beyond, the streaming kernel or cuBLAS). The warp-dot kernel's 2-
-// and 4-row instances tied or won where they read at most 2 MiB.
+// warps; the warp-dot kernel keeps them), up to 16 rows at every weight
+// measured (0.25 to 128 MiB; one grid row tile reads the weight once), and
+// up to 32 rows with at most 4 MiB (two row tiles read it twice). The
+// warp-dot kernel's 2- and 4-row instances tied or won where they read at
+// most 2 MiB.
 constexpr int64_t kMinWarpMmaColumns = 1024;
-constexpr int64_t kWarpMmaMaxWeight = int64_t{16} << 20;
 constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{4} << 20;
 // The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh).
 constexpr int64_t kWgmmaTileRows = 128;
@@ -108,9 +108,8 @@ bool warp_mma_wins(const Problem& p) {
   }
   const int64_t rows_per_pass =
       int64_t{warp_mma::kRowsPerTile} * warp_mma::kMaxRowTiles;
-  return p.B <= rows_per_pass       ? weight_bytes <= kWarpMmaMaxWeight
-         : p.B <= 2 * rows_per_pass ? weight_bytes <= kWarpMmaMaxWeightTwoTiles
-                                    : false;
+  return p.B <= rows_per_pass || (p.B <= 2 * rows_per_pass &&
+                                  weight_bytes <= kWarpMmaMaxWeightTwoTiles);
 }
 
 // Tiles of out the Hopper tensor-core kernel covers `p` with.
@@ -214,14 +213,15 @@ std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p) {
       ceil_div(p.B, int64_t{warp_mma::kRowsPerTile} * plan.row_tiles_per_warp);
   if (plan.row_tiles > 65535) return std::nullopt;
   // Warps split a group's contraction (a power of two of them, each at least
-  // one unrolled step long) until every multiprocessor has
-  // kWarpDotWarpsPerSm warps.
+  // one unrolled step long) while all of them stay resident at once:
+  // kWarpDotWarpsPerSm warps a multiprocessor, the threads its registers
+  // hold (more leave a second wave behind the first).
   const int64_t unit = int64_t{warp_mma::kChunk} * warp_mma::kUnroll;
   const int64_t warps = ceil_div(p.K, warp_mma::kColumns) * plan.row_tiles;
   plan.splits = 1;
   while (plan.splits < warp_mma::kMaxSplits &&
          plan.splits * 2 <= ceil_div(C, unit) &&
-         warps * plan.splits < int64_t{kWarpDotWarpsPerSm} * p.sm_count) {
+         warps * plan.splits * 2 <= int64_t{kWarpDotWarpsPerSm} * p.sm_count) {
     plan.splits *= 2;
   }
   plan.slice =
