@@ -18,6 +18,21 @@ enum ExitCode : int {
   kExitCantCreate = 73,   // EX_CANTCREAT: the output cannot be written
 };
 
+/// Every exit code with what it means, for --help.
+struct ExitCodeMeaning {
+  ExitCode code;
+  const char* meaning;
+};
+inline constexpr ExitCodeMeaning kExitCodes[] = {
+    {kExitOk, "ok"},
+    {kExitCheckFailed, "check failed"},
+    {kExitUsage, "usage"},
+    {kExitDataErr, "bad data"},
+    {kExitNoInput, "missing input"},
+    {kExitUnavailable, "device unavailable"},
+    {kExitSoftware, "internal error"},
+    {kExitCantCreate, "cannot create output"}};
+
 /// An error meant for the user: what went wrong and what to do next.
 class AppError : public std::runtime_error {
  public:

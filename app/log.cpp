@@ -3,20 +3,56 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
+
 namespace fgl::app::log {
 
-bool init(const std::string& level) {
-  const auto parsed = spdlog::level::from_str(level);
-  // from_str maps unknown names to "off"; only "off" itself may mean off.
-  if (parsed == spdlog::level::off && level != "off") {
-    return false;
+namespace {
+
+struct LevelName {
+  Level level;
+  const char* name;
+  spdlog::level::level_enum spdlog_level;
+};
+
+constexpr LevelName kLevelNames[] = {
+    {Level::kTrace, "trace", spdlog::level::trace},
+    {Level::kDebug, "debug", spdlog::level::debug},
+    {Level::kInfo, "info", spdlog::level::info},
+    {Level::kWarn, "warn", spdlog::level::warn},
+    {Level::kError, "error", spdlog::level::err},
+    {Level::kOff, "off", spdlog::level::off}};
+
+}  // namespace
+
+std::string level_names() {
+  std::string names;
+  for (const auto& l : kLevelNames) {
+    names += (names.empty() ? "" : ", ") + std::string(l.name);
   }
+  return names;
+}
+
+std::optional<Level> parse_level(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (lower == "warning") lower = "warn";  // as the log prints it
+  for (const auto& l : kLevelNames) {
+    if (lower == l.name) return l.level;
+  }
+  return std::nullopt;
+}
+
+void init(Level level) {
   spdlog::drop("fgl_infer");  // init may run more than once in a process
   auto logger = spdlog::stderr_color_mt("fgl_infer");
   logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
-  logger->set_level(parsed);
+  for (const auto& l : kLevelNames) {
+    if (l.level == level) logger->set_level(l.spdlog_level);
+  }
   spdlog::set_default_logger(logger);
-  return true;
 }
 
 void debug(const std::string& message) { spdlog::debug(message); }

@@ -4,15 +4,21 @@
 // it includes no torch header.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace fgl::app::log {
 
-/// Level names accepted by --log-level.
-constexpr const char* kLevels = "trace, debug, info, warn, error, off";
+enum class Level { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
-/// Sends logs to stderr at `level`; false when `level` is not in kLevels.
-bool init(const std::string& level);
+/// The level names --log-level takes, "trace, debug, ..., off".
+std::string level_names();
+
+/// A level by its name (any case; "warning" is warn); nullopt otherwise.
+std::optional<Level> parse_level(const std::string& name);
+
+/// Sends logs to stderr at `level`.
+void init(Level level);
 
 void debug(const std::string& message);
 void info(const std::string& message);

@@ -132,15 +132,17 @@ ModelForwards aoti_forwards(const InferOptions& o, const c10::Device& device,
       [&] { return std::make_shared<models::AotiModel>(o.model, device); });
   const auto weights = model->weights(layer_prefix(o));
   if (weights && weights->weight.scalar_type() != dtype) {
-    if (o.dtype != "auto") {
+    if (o.dtype) {
+      const std::string requested = c10::getDtypeNames(*o.dtype).first;
       throw AppError(
           kExitUsage,
           "package " + o.model + " was compiled for " +
               c10::getDtypeNames(weights->weight.scalar_type()).first +
-              " but --dtype is " + o.dtype,
+              " but --dtype is " + requested,
           "drop --dtype (the input is converted to the package's "
           "dtype) or export the package in " +
-              o.dtype + " (examples/export_model.py --dtype " + o.dtype + ")");
+              requested + " (examples/export_model.py --dtype " + requested +
+              ")");
     }
     dtype = weights->weight.scalar_type();
     log::info("converting the input to the package's dtype " +

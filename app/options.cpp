@@ -8,13 +8,13 @@
 #include <cxxopts.hpp>
 #include <limits>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <type_traits>
 
 #include "errors.h"
 #include "log.h"
+#include "torch_names.h"
 
 namespace fgl::app {
 namespace {
@@ -48,8 +48,6 @@ forward takes x (R, B, H), e.g. from examples/export_model.py, checked against
 its layer proj (or --weights-prefix). Model files are code: load only files
 you trust.
 
-Exit codes: 0 ok, 1 check failed, 64 usage, 65 bad data, 66 missing input,
-69 device unavailable, 70 internal error, 73 cannot create output.
 )";
 
 [[noreturn]] void usage_error(const std::string& what) {
@@ -60,17 +58,6 @@ std::string lowercase(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-// The names PyTorch users type for a dtype, to the one the program uses.
-std::string canonical_dtype(const std::string& name) {
-  static const std::map<std::string, std::string> aliases{
-      {"float", "float32"}, {"fp32", "float32"},  {"half", "float16"},
-      {"fp16", "float16"},  {"bf16", "bfloat16"}, {"double", "float64"},
-      {"fp64", "float64"}};
-  const std::string lower = lowercase(name);
-  const auto it = aliases.find(lower);
-  return it != aliases.end() ? it->second : lower;
 }
 
 // A whole number or a real number given to `option`, named in the error.
@@ -126,22 +113,48 @@ int64_t parse_bytes(const std::string& text, const char* option) {
   return value > 0 ? value << unit->second : value;
 }
 
+// "auto" (empty) or a name `parse` knows (`names` lists them) for `option`.
+template <typename Parse>
+auto parse_auto(const std::string& name, const char* option, Parse parse,
+                const char* names) -> decltype(parse(name)) {
+  if (name == "auto") return std::nullopt;
+  const auto value = parse(name);
+  if (!value) {
+    usage_error("unknown " + std::string(option) + " '" + name +
+                "'; expected auto, " + names);
+  }
+  return value;
+}
+
+log::Level parse_level_option(const std::string& name) {
+  const auto level = log::parse_level(name);
+  if (!level) {
+    usage_error("unknown --log-level '" + name + "'; expected " +
+                log::level_names());
+  }
+  return *level;
+}
+
+// "Exit codes: 0 ok, 1 check failed, ...", from errors.h, in lines of at
+// most 80 columns.
+std::string exit_codes_text() {
+  std::string text = "Exit codes:";
+  size_t line_start = 0;
+  for (const auto& c : kExitCodes) {
+    const std::string item = std::to_string(c.code) + " " + c.meaning +
+                             (&c == std::end(kExitCodes) - 1 ? "." : ",");
+    if (text.size() - line_start + 1 + item.size() > 80) {
+      text += "\n";
+      line_start = text.size();
+    } else {
+      text += " ";
+    }
+    text += item;
+  }
+  return text + "\n";
+}
+
 void validate(const InferOptions& o) {
-  static const std::regex device_re("auto|cpu|cuda|cuda:[0-9]+");
-  if (!std::regex_match(o.device, device_re)) {
-    usage_error("unknown --device '" + o.device +
-                "'; expected auto, cpu, cuda or cuda:N");
-  }
-  static const std::regex dtype_re("auto|float32|float16|bfloat16|float64");
-  if (!std::regex_match(o.dtype, dtype_re)) {
-    usage_error("unknown --dtype '" + o.dtype +
-                "'; expected auto, float32, float16, bfloat16 or float64");
-  }
-  static const std::regex level_re("trace|debug|info|warn|error|off");
-  if (!std::regex_match(o.log_level, level_re)) {
-    usage_error("unknown --log-level '" + o.log_level + "'; expected " +
-                log::kLevels);
-  }
   if (!o.model.empty() && !o.weights.empty()) {
     usage_error(
         "--model and --weights are mutually exclusive: the model brings its "
@@ -204,6 +217,7 @@ Command parse_command_line(int argc, const char* const* argv) {
       "the fused\nfgl::gather_linear op, checked against the unfused path.\n"
       "With no --input/--weights a built-in demo problem runs.");
   spec.custom_help("[--input FILE (--weights FILE | --model FILE)] [options]");
+  const InferOptions defaults;
   // clang-format off
   spec.add_options()
     ("input", "x tensors (R, B, H): a tensor, list, tuple or dict of them",
@@ -219,24 +233,26 @@ Command parse_command_line(int argc, const char* const* argv) {
      cxxopts::value<std::string>(), "FILE")
     ("batch-size", "split batches along B into chunks of N rows (0: whole "
      "batches)",
-     cxxopts::value<std::string>()->default_value("0"), "N")
+     cxxopts::value<std::string>()->default_value(
+         std::to_string(defaults.batch_size)), "N")
     ("no-check", "skip the comparison with the reference path")
     ("atol", "absolute tolerance of the check (default: by dtype); an "
      "element passes when |fused - reference| <= atol + rtol * |reference|",
      cxxopts::value<std::string>(), "X")
     ("rtol", "relative tolerance of the check (default: by dtype)",
      cxxopts::value<std::string>(), "X")
-    ("device", "auto, cpu, cuda or cuda:N",
+    ("device", std::string("auto, ") + cli::kDeviceNames,
      cxxopts::value<std::string>()->default_value("auto"), "DEV")
-    ("dtype", "auto (the input's), float32, float16, bfloat16, float64 "
-     "(also fp32, float, fp16, half, bf16, fp64, double)",
+    ("dtype", std::string("auto (the input's), ") + cli::kDtypeNames,
      cxxopts::value<std::string>()->default_value("auto"), "T")
     ("warmup", "untimed calls before timing (benchmark mode)",
-     cxxopts::value<std::string>()->default_value("5"), "N")
+     cxxopts::value<std::string>()->default_value(
+         std::to_string(defaults.warmup)), "N")
     ("iters", "timed calls of each path; > 0 turns on benchmark mode",
-     cxxopts::value<std::string>()->default_value("0"), "N")
+     cxxopts::value<std::string>()->default_value(
+         std::to_string(defaults.iters)), "N")
     ("json", "print one JSON summary on stdout")
-    ("log-level", std::string("stderr log level: ") + log::kLevels,
+    ("log-level", "stderr log level: " + log::level_names(),
      cxxopts::value<std::string>()->default_value("info"), "LEVEL")
     ("max-input-bytes", "refuse files, zip expansions, tensors and results "
      "larger than N bytes (K, M, G, T: binary units; default 16G)",
@@ -253,7 +269,7 @@ Command parse_command_line(int argc, const char* const* argv) {
     }
     if (args.count("help")) {
       command.kind = Command::Kind::kHelp;
-      command.text = spec.help() + kExamples;
+      command.text = spec.help() + kExamples + exit_codes_text();
       return command;
     }
     if (args.count("version")) {
@@ -283,16 +299,17 @@ Command parse_command_line(int argc, const char* const* argv) {
     if (args.count("rtol")) {
       o.rtol = parse_number<double>(text("rtol"), "--rtol");
     }
-    o.device = args["device"].as<std::string>();
-    o.dtype = canonical_dtype(args["dtype"].as<std::string>());
+    o.device = parse_auto(text("device"), "--device", cli::parse_device,
+                          cli::kDeviceNames);
+    o.dtype = parse_auto(text("dtype"), "--dtype", cli::parse_dtype,
+                         cli::kDtypeNames);
     o.warmup = parse_number<int>(text("warmup"), "--warmup");
     o.iters = parse_number<int>(text("iters"), "--iters");
     if (args.count("warmup") && o.iters == 0) {
       usage_error("--warmup applies to benchmark mode: give --iters N too");
     }
     o.json = args.count("json") > 0;
-    o.log_level = lowercase(args["log-level"].as<std::string>());
-    if (o.log_level == "warning") o.log_level = "warn";  // as the log prints it
+    o.log_level = parse_level_option(text("log-level"));
     if (args.count("max-input-bytes")) {
       o.max_input_bytes = parse_bytes(args["max-input-bytes"].as<std::string>(),
                                       "--max-input-bytes");

@@ -2,9 +2,14 @@
 // touched, so that a typo costs nothing.
 #pragma once
 
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "log.h"
 
 namespace fgl::app {
 
@@ -20,13 +25,13 @@ struct InferOptions {
   std::string output;          // empty: results are not written
   int64_t batch_size = 0;      // rows per call along B; 0: whole batches
   bool check = true;
-  std::optional<double> atol, rtol;  // empty: the dtype's defaults
-  std::string device = "auto";       // auto, cpu, cuda, cuda:N
-  std::string dtype = "auto";        // auto, float32, float16, ...
+  std::optional<double> atol, rtol;      // empty: the dtype's defaults
+  std::optional<c10::Device> device;     // empty: auto (cuda:0 if any)
+  std::optional<c10::ScalarType> dtype;  // empty: auto (the input's)
   int warmup = 5;
   int iters = 0;  // > 0: benchmark mode
   bool json = false;
-  std::string log_level = "info";
+  log::Level log_level = log::Level::kInfo;
   // Larger --input/--weights files are refused before they are opened.
   int64_t max_input_bytes = kDefaultMaxInputBytes;
 };

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "torch_names.h"
+
 namespace fgl::bench {
 namespace {
 
@@ -70,19 +72,12 @@ std::vector<Case> parse_cases(const std::string& shapes,
 std::vector<c10::ScalarType> parse_dtypes(const std::string& dtypes) {
   std::vector<c10::ScalarType> out;
   for (const auto& name : split(dtypes, ',')) {
-    if (name == "float32" || name == "fp32" || name == "float") {
-      out.push_back(c10::kFloat);
-    } else if (name == "bfloat16" || name == "bf16") {
-      out.push_back(c10::kBFloat16);
-    } else if (name == "float16" || name == "fp16" || name == "half") {
-      out.push_back(c10::kHalf);
-    } else if (name == "float64" || name == "fp64" || name == "double") {
-      out.push_back(c10::kDouble);
-    } else {
-      throw std::invalid_argument(
-          "--dtypes: unknown dtype \"" + name +
-          "\" (expected float32, bfloat16, float16 or float64)");
+    const auto dtype = cli::parse_dtype(name);
+    if (!dtype) {
+      throw std::invalid_argument("--dtypes: unknown dtype \"" + name +
+                                  "\" (expected " + cli::kDtypeNames + ")");
     }
+    out.push_back(*dtype);
   }
   if (out.empty()) {
     throw std::invalid_argument("--dtypes \"" + dtypes + "\" names no dtype");

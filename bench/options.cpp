@@ -7,20 +7,18 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "torch_names.h"
+
 namespace fgl::bench {
 namespace {
 
 c10::Device parse_device(const std::string& name) {
-  std::optional<c10::Device> device;
-  try {
-    device.emplace(name);
-  } catch (const std::exception&) {
+  const auto device = cli::parse_device(name);
+  if (!device) {
+    throw std::invalid_argument(std::string("--device: expected ") +
+                                cli::kDeviceNames + ", got \"" + name + "\"");
   }
-  if (!device || !(device->is_cpu() || device->is_cuda())) {
-    throw std::invalid_argument(
-        "--device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
-  }
-  if (device->is_cpu()) return c10::Device(c10::kCPU);
+  if (device->is_cpu()) return *device;
 #ifndef FGL_BENCH_CUDA
   throw std::invalid_argument("--device " + name +
                               ": fgl_bench was built without CUDA "
@@ -31,7 +29,7 @@ c10::Device parse_device(const std::string& name) {
                                 ": no CUDA device is visible to this process");
   }
   const int count = static_cast<int>(at::getNumGPUs());
-  const int index = device->has_index() ? device->index() : 0;
+  const int index = device->index();
   if (index >= count) {
     throw std::invalid_argument("--device " + name + ": only " +
                                 std::to_string(count) +

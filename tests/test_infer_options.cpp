@@ -36,7 +36,9 @@ TEST(InferOptions, Defaults) {
   EXPECT_EQ(command.kind, Command::Kind::kRun);
   EXPECT_TRUE(command.options.input.empty());
   EXPECT_TRUE(command.options.check);
-  EXPECT_EQ(command.options.device, "auto");
+  EXPECT_FALSE(command.options.device.has_value());  // auto
+  EXPECT_FALSE(command.options.dtype.has_value());   // auto: the input's
+  EXPECT_EQ(command.options.log_level, log::Level::kInfo);
   EXPECT_EQ(command.options.iters, 0);
 }
 
@@ -65,16 +67,29 @@ TEST(InferOptions, MaxInputBytes) {
 }
 
 TEST(InferOptions, AcceptsTheNamesPyTorchUsersType) {
-  const std::pair<const char*, const char*> dtypes[] = {
-      {"fp32", "float32"},   {"float", "float32"}, {"half", "float16"},
-      {"fp16", "float16"},   {"bf16", "bfloat16"}, {"BFloat16", "bfloat16"},
-      {"double", "float64"}, {"fp64", "float64"},  {"float16", "float16"}};
-  for (const auto& [typed, canonical] : dtypes) {
-    EXPECT_EQ(parse({"--dtype", typed}).options.dtype, canonical) << typed;
+  const std::pair<const char*, c10::ScalarType> dtypes[] = {
+      {"fp32", c10::kFloat},    {"float", c10::kFloat},
+      {"half", c10::kHalf},     {"fp16", c10::kHalf},
+      {"bf16", c10::kBFloat16}, {"BFloat16", c10::kBFloat16},
+      {"double", c10::kDouble}, {"fp64", c10::kDouble},
+      {"float16", c10::kHalf},  {"FLOAT32", c10::kFloat}};
+  for (const auto& [typed, type] : dtypes) {
+    EXPECT_EQ(parse({"--dtype", typed}).options.dtype, type) << typed;
   }
-  EXPECT_EQ(parse({"--log-level", "warning"}).options.log_level, "warn");
-  EXPECT_EQ(parse({"--log-level", "WARN"}).options.log_level, "warn");
-  EXPECT_EQ(parse({"--log-level", "Debug"}).options.log_level, "debug");
+  EXPECT_EQ(parse({"--log-level", "warning"}).options.log_level,
+            log::Level::kWarn);
+  EXPECT_EQ(parse({"--log-level", "WARN"}).options.log_level,
+            log::Level::kWarn);
+  EXPECT_EQ(parse({"--log-level", "Debug"}).options.log_level,
+            log::Level::kDebug);
+  EXPECT_EQ(parse({"--device", "cuda"}).options.device,
+            c10::Device(c10::kCUDA, 0));
+  EXPECT_EQ(parse({"--device", "cpu"}).options.device, c10::Device(c10::kCPU));
+  expect_usage_error({"--device", "gpu"}, "unknown --device 'gpu'");
+  expect_usage_error({"--device", "cuda:"}, "unknown --device 'cuda:'");
+  expect_usage_error({"--device", "cuda:1x"}, "unknown --device 'cuda:1x'");
+  expect_usage_error({"--device", "cuda:999"}, "unknown --device 'cuda:999'");
+  expect_usage_error({"--device", "mps"}, "unknown --device 'mps'");
 }
 
 TEST(InferOptions, ParsesEverything) {
@@ -90,8 +105,9 @@ TEST(InferOptions, ParsesEverything) {
   EXPECT_EQ(o.batch_size, 7);
   EXPECT_EQ(o.atol.value_or(-1), 0.5);
   EXPECT_FALSE(o.rtol.has_value());
-  EXPECT_EQ(o.device, "cuda:1");
-  EXPECT_EQ(o.dtype, "bfloat16");
+  EXPECT_EQ(o.device, c10::Device(c10::kCUDA, 1));
+  EXPECT_EQ(o.dtype, c10::kBFloat16);
+  EXPECT_EQ(o.log_level, log::Level::kDebug);
   EXPECT_EQ(o.iters, 9);
   EXPECT_TRUE(o.json);
 }
@@ -100,7 +116,12 @@ TEST(InferOptions, HelpAndVersion) {
   const auto help = parse({"--help"});
   EXPECT_EQ(help.kind, Command::Kind::kHelp);
   EXPECT_NE(help.text.find("Examples:"), std::string::npos);
-  EXPECT_NE(help.text.find("Exit codes"), std::string::npos);
+  // Generated from the constants the program uses.
+  for (const char* part :
+       {"Exit codes: 0 ok, 1 check failed, 64 usage", "73 cannot create output",
+        "error, off", "bf16", "cuda:N"}) {
+    EXPECT_NE(help.text.find(part), std::string::npos) << part;
+  }
   EXPECT_EQ(parse({"--version"}).kind, Command::Kind::kVersion);
 }
 
@@ -126,7 +147,7 @@ TEST(InferOptions, UsageErrors) {
 
 TEST(InferRun, DemoPassesItsCheck) {
   InferOptions options;
-  options.device = "cpu";
+  options.device = c10::Device(c10::kCPU);
   const auto report = run_inference(options);
   EXPECT_TRUE(report.demo);
   EXPECT_EQ(report.R, DemoShape::R);
@@ -143,7 +164,7 @@ TEST(InferRun, DemoPassesItsCheck) {
 
 TEST(InferRun, BatchSizeSplitsAlongB) {
   InferOptions options;
-  options.device = "cpu";
+  options.device = c10::Device(c10::kCPU);
   options.batch_size = 5;
   const auto report = run_inference(options);
   ASSERT_EQ(report.batches.size(), 1u);
@@ -153,7 +174,7 @@ TEST(InferRun, BatchSizeSplitsAlongB) {
 
 TEST(InferRun, MissingCudaIsUnavailable) {
   InferOptions options;
-  options.device = "cuda:64";
+  options.device = c10::Device(c10::kCUDA, 64);
   try {
     run_inference(options);
     ADD_FAILURE() << "cuda:64 accepted";
