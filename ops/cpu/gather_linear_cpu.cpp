@@ -2,7 +2,8 @@
 // the problem to the routing policy (cpu_route.h) and runs the route it
 // names: the AVX-512 dot-product kernel, which reads x in place
 // (avx512_dot_kernel.h); one BLAS GEMM over x's gathered view
-// (gathered_view.h) or over the reference's `cat`; or one GEMM per slice,
+// (gathered_view.h) or over the concatenation x's strides do not hold; or
+// one GEMM per slice,
 //   out = bias + sum_r x[r] @ weight[:, r*H:(r+1)*H]^T
 // with x[r] and the weight column block as strided views that BLAS reads in
 // place when one of their strides is 1.
@@ -34,6 +35,18 @@ cpu::Dtype dtype_of(at::ScalarType t) {
     default:
       return cpu::Dtype::kFloat32;
   }
+}
+
+// From this many slices one strided copy of x (B, R, H) built the
+// concatenation faster than `cat`'s copy per slice (bench/NOTES.md, "c8").
+constexpr int64_t kMinSlicesForOneCopy = 8;
+
+// x's concatenation (B, R*H), bit for bit the reference's.
+at::Tensor concatenation(const at::Tensor& x) {
+  if (x.size(0) >= kMinSlicesForOneCopy) {
+    return x.permute({1, 0, 2}).reshape({x.size(1), x.size(0) * x.size(2)});
+  }
+  return at::cat(x.unbind(0), -1);
 }
 
 void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
@@ -99,7 +112,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
       detail::library_gemm(*detail::gathered_view(x), weight, bias, out);
       return;
     case cpu::Route::kGemmCat:
-      detail::library_gemm(at::cat(x.unbind(0), -1), weight, bias, out);
+      detail::library_gemm(concatenation(x), weight, bias, out);
       return;
     case cpu::Route::kGemmSlices:
       break;
