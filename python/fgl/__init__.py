@@ -1,6 +1,7 @@
 """Python side of fgl: finds and loads the built op library, which registers
 torch.ops.fgl.gather_linear (CPU, CUDA, Meta and Autograd kernels), and the
-model that the export scripts and fgl_infer use (GatherLinear)."""
+model that the export scripts and fgl_infer use (GatherLinear). fgl.parallel
+runs the op tensor-parallel over a torch.distributed group."""
 import os
 from pathlib import Path
 

@@ -20,8 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 CHECK_INSTALLED = r"""
 import torch
 import fgl
+import fgl.parallel
 
 path = fgl.load_library()
+assert fgl.parallel.shard_heads(5, 2, 1) == range(3, 5)
 x, w, b = torch.randn(3, 5, 8), torch.randn(7, 24), torch.randn(7)
 out = torch.ops.fgl.gather_linear(x, w, b)
 ref = torch.nn.functional.linear(torch.cat(x.unbind(0), -1).double(),
