@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "cases.h"
 #include "options.h"
 #include "report.h"
 #include "runner.h"
@@ -76,8 +77,11 @@ void print_preamble(const Options& opt, const fgl::bench::RunInfo& info) {
         static_cast<long>(opt.run.calls_per_graph),
         static_cast<long>(opt.run.rotate_bytes >> 20));
     std::printf(
-        "floor: max(bytes / 4.23 TB/s, flops / peak, 1.15 us launch); peak "
-        "fp32 51, TF32 396, bf16/fp16 765 TFLOP/s\n");
+        "floor: max(bytes / %.2f TB/s, flops / peak, %.2f us launch); peak "
+        "fp32 %.0f, TF32 %.0f, bf16/fp16 %.0f TFLOP/s\n",
+        fgl::bench::kCopyBytesPerS * 1e-12, fgl::bench::kLaunchFloorUs,
+        fgl::bench::kFp32SimtFlopsPerS * 1e-12,
+        fgl::bench::kTf32FlopsPerS * 1e-12, fgl::bench::kHalfFlopsPerS * 1e-12);
   }
   std::printf("route: %s\n", opt.route ? fgl::cuda::route_name(*opt.route)
                              : opt.cpu_route
