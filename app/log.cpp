@@ -3,9 +3,6 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cctype>
-
 namespace fgl::app::log {
 
 namespace {
@@ -26,6 +23,13 @@ constexpr LevelName kLevelNames[] = {
 
 }  // namespace
 
+const char* level_name(Level level) {
+  for (const auto& l : kLevelNames) {
+    if (l.level == level) return l.name;
+  }
+  return "?";
+}
+
 std::string level_names() {
   std::string names;
   for (const auto& l : kLevelNames) {
@@ -35,12 +39,9 @@ std::string level_names() {
 }
 
 std::optional<Level> parse_level(const std::string& name) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  if (lower == "warning") lower = "warn";  // as the log prints it
+  const std::string known = name == "warning" ? "warn" : name;
   for (const auto& l : kLevelNames) {
-    if (lower == l.name) return l.level;
+    if (known == l.name) return l.level;
   }
   return std::nullopt;
 }

@@ -11,10 +11,13 @@ namespace fgl::app::log {
 
 enum class Level { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
+/// "info", ...: the name --log-level takes for `level`.
+const char* level_name(Level level);
+
 /// The level names --log-level takes, "trace, debug, ..., off".
 std::string level_names();
 
-/// A level by its name (any case; "warning" is warn); nullopt otherwise.
+/// A level by its lowercase name ("warning" is warn); nullopt otherwise.
 std::optional<Level> parse_level(const std::string& name);
 
 /// Sends logs to stderr at `level`.

@@ -127,7 +127,7 @@ auto parse_auto(const std::string& name, const char* option, Parse parse,
 }
 
 log::Level parse_level_option(const std::string& name) {
-  const auto level = log::parse_level(name);
+  const auto level = log::parse_level(lowercase(name));
   if (!level) {
     usage_error("unknown --log-level '" + name + "'; expected " +
                 log::level_names());
@@ -253,7 +253,8 @@ Command parse_command_line(int argc, const char* const* argv) {
          std::to_string(defaults.iters)), "N")
     ("json", "print one JSON summary on stdout")
     ("log-level", "stderr log level: " + log::level_names(),
-     cxxopts::value<std::string>()->default_value("info"), "LEVEL")
+     cxxopts::value<std::string>()->default_value(
+         log::level_name(defaults.log_level)), "LEVEL")
     ("max-input-bytes", "refuse files, zip expansions, tensors and results "
      "larger than N bytes (K, M, G, T: binary units; default 16G)",
      cxxopts::value<std::string>(), "N")
