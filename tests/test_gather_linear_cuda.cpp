@@ -90,7 +90,8 @@ TEST(WarpDotKernel, IsExactAndDeterministic) {
 // than the four lanes that share a row (2,64,8,33), warps splitting a long
 // contraction 16 ways, a split whose last slice is short, one and two
 // n-tiles per warp with rows past B, several row tiles, columns past K in
-// the last group. float32 and float64 fall back to the policy.
+// the last group; float32 through its three TF32 products, float64 through
+// the policy.
 TEST(WarpMmaKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_exact_and_deterministic(cuda::Route::kWarpMma, {{2, 64, 8, 33},

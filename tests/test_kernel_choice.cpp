@@ -70,11 +70,12 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
   EXPECT_EQ(choose_route(h200(8, 12, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 1, 128, 512, 2)), Route::kStream);
-  // float32 keeps streaming to 64 rows, half precision to 16.
-  EXPECT_EQ(choose_route(h200(32, 64, 128, 4096, 4)), Route::kStream);
-  EXPECT_EQ(choose_route(h200(8, 64, 64, 1024, 4)), Route::kStream);
+  // float32 keeps streaming to 64 rows where the warp-mma kernel does not
+  // take it, half precision to 16.
+  EXPECT_EQ(choose_route(h200(16, 64, 128, 2048, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(64, 64, 128, 8192, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 32, 128, 4096, 2)), Route::kCublasCat);
-  EXPECT_EQ(choose_route(h200(32, 65, 128, 4096, 4)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(64, 65, 128, 8192, 4)), Route::kCublasCat);
   // float32 weights under 1 MiB are too small to stream: cuBLAS where the
   // warp-dot kernel's read is too large.
   EXPECT_EQ(choose_route(h200(4, 64, 64, 1000, 4)), Route::kCublasCat);
@@ -98,12 +99,10 @@ TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
   EXPECT_EQ(choose_route(h200(8, 32, 64, 4096, 2)), Route::kWarpMma);
   EXPECT_EQ(choose_route(h200(16, 32, 128, 2048, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(8, 33, 64, 1024, 2)), Route::kCublasCat);
-  // Fewer columns keep the warp-dot or the streaming kernel; float32 and
-  // float64 never take it.
+  // Fewer columns keep the warp-dot or the streaming kernel; float64 never
+  // takes it.
   EXPECT_EQ(choose_route(h200(32, 16, 128, 512, 2)), Route::kStream);
   EXPECT_EQ(choose_route(h200(4, 16, 32, 512, 2)), Route::kWarpDot);
-  EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
-  EXPECT_FALSE(plan_warp_mma(h200(8, 16, 64, 1024, 4)).has_value());
   EXPECT_FALSE(plan_warp_mma(h200(8, 16, 64, 1024, 8)).has_value());
   // mma.sync on 16-bit types needs sm_80; the table is the H200's.
   auto ampere = h200(8, 16, 64, 1024, 2);
@@ -114,33 +113,69 @@ TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
   EXPECT_FALSE(plan_warp_mma(ampere).has_value());
 }
 
+TEST(KernelChoice, FloatPastSixteenRowsTakesTheWarpMmaKernel) {
+  // 17 to 128 rows from 1024 columns, up to 64 MiB of weight.
+  for (int64_t B : {17, 24, 32, 96, 128}) {
+    SCOPED_TRACE(::testing::Message() << "B " << B);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)), Route::kWarpMma);
+    EXPECT_NE(choose_route(h200(64, B, 128, 8192, 4)), Route::kWarpMma);
+    EXPECT_NE(choose_route(h200(2, B, 64, 16384, 4)), Route::kWarpMma);
+    EXPECT_NE(choose_route(h200(32, B, 128, 512, 4)), Route::kWarpMma);
+  }
+  // 33 to 64 rows, where the streaming kernel runs too: long contractions
+  // or a small weight only.
+  for (int64_t B : {48, 64}) {
+    SCOPED_TRACE(::testing::Message() << "B " << B);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 1024, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(4, B, 64, 4096, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kStream);
+  }
+  // One pass of 16 rows streams; past 128 rows, cuBLAS.
+  EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(32, 129, 128, 4096, 4)), Route::kCublasCat);
+  // Under TF32 cuBLAS multiplies once where this kernel multiplies three
+  // times; before sm_90 the TF32 split does not build.
+  auto tf32 = h200(32, 32, 128, 4096, 4);
+  tf32.tf32_allowed = true;
+  EXPECT_NE(choose_route(tf32), Route::kWarpMma);
+  auto ampere = h200(32, 32, 128, 4096, 4);
+  ampere.arch = 80;
+  EXPECT_FALSE(plan_warp_mma(ampere).has_value());
+  EXPECT_TRUE(plan_warp_mma(h200(32, 32, 128, 4096, 4)).has_value());
+}
+
 TEST(KernelChoice, WarpMmaPlansCoverTheProblem) {
   const int64_t shapes[][4] = {
       {4, 12, 32, 56},    {32, 1, 128, 56},   {2, 64, 8, 33},      {1, 1, 8, 1},
       {16, 37, 64, 1001}, {32, 1, 128, 4096}, {128, 4, 128, 32768}};
   for (const auto& s : shapes) {
-    SCOPED_TRACE(::testing::Message()
-                 << s[0] << "," << s[1] << "," << s[2] << "," << s[3]);
-    const auto plan = plan_warp_mma(h200(s[0], s[1], s[2], s[3], 2));
-    ASSERT_TRUE(plan.has_value());
-    const int64_t C = s[0] * s[2];
-    EXPECT_EQ(plan->row_tiles_per_warp, warp_mma::row_tiles_per_warp(s[1]));
-    // A power of two of warps, the block's warps, per group of columns.
-    EXPECT_GE(plan->splits, 1);
-    EXPECT_LE(plan->splits, warp_mma::kMaxSplits);
-    EXPECT_EQ(plan->splits & (plan->splits - 1), 0);
-    EXPECT_EQ(plan->threads % (32 * plan->splits), 0);
-    EXPECT_GE(plan->threads, warp_mma::kMinThreads);
-    EXPECT_LE(plan->threads, warp_mma::kMaxThreads);
-    // Slices of whole chunks cover the contraction.
-    EXPECT_EQ(plan->slice % warp_mma::kChunk, 0);
-    EXPECT_GE(plan->splits * plan->slice, C);
-    EXPECT_GE(plan->column_tiles * warp_mma::kColumns * plan->threads / 32 /
-                  plan->splits,
-              s[3]);
-    EXPECT_GE(
-        plan->row_tiles * plan->row_tiles_per_warp * warp_mma::kRowsPerTile,
-        s[1]);
+    for (const int e : {2, 4}) {
+      SCOPED_TRACE(::testing::Message()
+                   << s[0] << "," << s[1] << "," << s[2] << "," << s[3]
+                   << " element size " << e);
+      const auto plan = plan_warp_mma(h200(s[0], s[1], s[2], s[3], e));
+      ASSERT_TRUE(plan.has_value());
+      const int64_t C = s[0] * s[2];
+      EXPECT_EQ(plan->row_tiles_per_warp, warp_mma::row_tiles_per_warp(s[1]));
+      // A power of two of warps, the block's warps, per group of columns.
+      EXPECT_GE(plan->splits, 1);
+      EXPECT_LE(plan->splits, warp_mma::kMaxSplits);
+      EXPECT_EQ(plan->splits & (plan->splits - 1), 0);
+      EXPECT_EQ(plan->threads % (32 * plan->splits), 0);
+      EXPECT_GE(plan->threads, warp_mma::kMinThreads);
+      EXPECT_LE(plan->threads, warp_mma::kMaxThreads);
+      // Slices of whole chunks cover the contraction.
+      EXPECT_EQ(plan->slice % warp_mma::chunk(e), 0);
+      EXPECT_GE(plan->splits * plan->slice, C);
+      EXPECT_GE(plan->column_tiles * warp_mma::kColumns * plan->threads / 32 /
+                    plan->splits,
+                s[3]);
+      EXPECT_GE(
+          plan->row_tiles * plan->row_tiles_per_warp * warp_mma::kRowsPerTile,
+          s[1]);
+    }
   }
   // Few groups of columns over a long contraction: warps share each group.
   EXPECT_GT(plan_warp_mma(h200(32, 1, 128, 1024, 2))->splits, 1);

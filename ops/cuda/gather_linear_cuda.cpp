@@ -52,13 +52,13 @@ cudaError_t launch_wgmma_if_built(const GatherLinearParams<T>& p,
   return cudaErrorNotSupported;
 }
 
-// The warp-mma kernel exists for the half types; the policy routes nothing
-// else to it (plan_warp_mma).
+// The warp-mma kernel exists for the half types and float32 (3xTF32); the
+// policy routes nothing else to it (plan_warp_mma).
 template <typename T>
-cudaError_t launch_warp_mma_if_16_bit(const GatherLinearParams<T>& p,
-                                      const cuda::WarpMmaPlan& plan,
-                                      cudaStream_t stream) {
-  if constexpr (sizeof(T) == 2) {
+cudaError_t launch_warp_mma_if_built(const GatherLinearParams<T>& p,
+                                     const cuda::WarpMmaPlan& plan,
+                                     cudaStream_t stream) {
+  if constexpr (!std::is_same_v<T, double>) {
     return cuda::launch_warp_mma(p, plan, stream);
   }
   return cudaErrorNotSupported;
@@ -129,8 +129,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
         if (route == cuda::Route::kWarpDot) {
           C10_CUDA_CHECK(cuda::launch_warp_dot(p, *choice.warp_dot, stream));
         } else if (route == cuda::Route::kWarpMma) {
-          C10_CUDA_CHECK(
-              launch_warp_mma_if_16_bit(p, *choice.warp_mma, stream));
+          C10_CUDA_CHECK(launch_warp_mma_if_built(p, *choice.warp_mma, stream));
         } else if (route == cuda::Route::kWgmma) {
           C10_CUDA_CHECK(launch_wgmma_if_built(p, stream));
         } else if (route == cuda::Route::kStream) {

@@ -208,6 +208,8 @@ FGL_INSTANTIATE(double)
 FGL_INSTANTIATE(__half)
 FGL_INSTANTIATE(__nv_bfloat16)
 #undef FGL_INSTANTIATE
+template cudaError_t launch_warp_mma<float>(const GatherLinearParams<float>&,
+                                            const WarpMmaPlan&, cudaStream_t);
 template cudaError_t launch_warp_mma<__half>(const GatherLinearParams<__half>&,
                                              const WarpMmaPlan&, cudaStream_t);
 template cudaError_t launch_warp_mma<__nv_bfloat16>(

@@ -24,7 +24,8 @@ cudaError_t launch_warp_dot(const GatherLinearParams<T>& params,
                             const WarpDotPlan& plan, cudaStream_t stream);
 
 /// Enqueues the 16-bit decode kernel on `stream`, laid out by `plan`, which
-/// must be plan_warp_mma() of this problem; T is __half or __nv_bfloat16.
+/// must be plan_warp_mma() of this problem; T is __half, __nv_bfloat16 or
+/// float (3xTF32).
 template <typename T>
 cudaError_t launch_warp_mma(const GatherLinearParams<T>& params,
                             const WarpMmaPlan& plan, cudaStream_t stream);

@@ -45,7 +45,7 @@ constexpr int64_t kWarpDotMaxWarpsHalf = 2048;
 constexpr int64_t kWarpDotMaxReadFloat = int64_t{4} << 20;
 constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // Where the warp-mma kernel beat every other route on the H200 (bench/NOTES.md,
-// "v16"), 16-bit types only: from 1024 output columns (fewer leave too few
+// "v16"), 16-bit types: from 1024 output columns (fewer leave too few
 // warps; the warp-dot kernel keeps them), up to 16 rows at every weight
 // measured (0.25 to 128 MiB; one grid row tile reads the weight once), and
 // up to 32 rows with at most 4 MiB (two row tiles read it twice). The
@@ -53,6 +53,17 @@ constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // most 2 MiB.
 constexpr int64_t kMinWarpMmaColumns = 1024;
 constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{4} << 20;
+// float32 (three TF32 products, "v17"): past one pass of 16 rows, where the
+// streaming kernel's 32-row tiles and cuBLAS took over, up to 128 rows and
+// 64 MiB of weight (256 MiB lost, each pass reading it from memory), from
+// contractions of 256 (the shortest measured). Where the streaming kernel
+// still runs (to kMaxStreamRowsFloat rows) it kept contractions of 1024 to
+// 2048 over more than 4 MiB (16,64,128,2048).
+constexpr int64_t kMinWarpMmaContractionFloat = 256;
+constexpr int64_t kMaxWarpMmaRowsFloat = 128;
+constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
+constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
+constexpr int64_t kWarpMmaLongContraction = 4096;
 // The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh).
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
@@ -101,13 +112,25 @@ bool warp_dot_wins(const Problem& p) {
 
 // The measured table's verdict for the warp-mma kernel on the H200.
 bool warp_mma_wins(const Problem& p) {
-  if (p.element_size != 2 || p.K < kMinWarpMmaColumns) return false;
+  if (p.K < kMinWarpMmaColumns) return false;
   const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
+  const int64_t rows_per_pass =
+      int64_t{warp_mma::kRowsPerTile} * warp_mma::kMaxRowTiles;
+  if (p.element_size == 4) {
+    // Under TF32 cuBLAS takes one pass, this kernel still three.
+    if (p.tf32_allowed || p.B <= rows_per_pass || p.B > kMaxWarpMmaRowsFloat ||
+        weight_bytes > kWarpMmaMaxWeightFloat ||
+        p.R * p.H < kMinWarpMmaContractionFloat) {
+      return false;
+    }
+    return p.B <= 2 * rows_per_pass || p.B > kMaxStreamRowsFloat ||
+           weight_bytes <= kWarpMmaStreamWeightFloat ||
+           p.R * p.H >= kWarpMmaLongContraction;
+  }
+  if (p.element_size != 2) return false;
   if (p.B >= 2 && p.B <= 4 && weight_bytes <= kWarpDotMaxReadHalf) {
     return false;
   }
-  const int64_t rows_per_pass =
-      int64_t{warp_mma::kRowsPerTile} * warp_mma::kMaxRowTiles;
   return p.B <= rows_per_pass || (p.B <= 2 * rows_per_pass &&
                                   weight_bytes <= kWarpMmaMaxWeightTwoTiles);
 }
@@ -203,8 +226,11 @@ std::optional<WarpDotPlan> plan_warp_dot(const Problem& p) {
 
 std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p) {
   const int64_t C = p.R * p.H;
-  if (p.arch < 80 || p.element_size != 2 || !p.weight_tma_ok || !p.x_vectors ||
-      C <= 0 || C > INT32_MAX / 2 || p.B <= 0 || p.K <= 0 || p.sm_count <= 0) {
+  // mma.sync on 16-bit types needs sm_80; float32's TF32 split, sm_90.
+  const int min_arch = p.element_size == 4 ? 90 : 80;
+  if (p.arch < min_arch || (p.element_size != 2 && p.element_size != 4) ||
+      !p.weight_tma_ok || !p.x_vectors || C <= 0 || C > INT32_MAX / 2 ||
+      p.B <= 0 || p.K <= 0 || p.sm_count <= 0) {
     return std::nullopt;
   }
   WarpMmaPlan plan;
@@ -216,7 +242,8 @@ std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p) {
   // one unrolled step long) while all of them stay resident at once:
   // kWarpDotWarpsPerSm warps a multiprocessor, the threads its registers
   // hold (more leave a second wave behind the first).
-  const int64_t unit = int64_t{warp_mma::kChunk} * warp_mma::kUnroll;
+  const int64_t chunk = warp_mma::chunk(p.element_size);
+  const int64_t unit = chunk * warp_mma::kUnroll;
   const int64_t warps = ceil_div(p.K, warp_mma::kColumns) * plan.row_tiles;
   plan.splits = 1;
   while (plan.splits < warp_mma::kMaxSplits &&
@@ -224,8 +251,7 @@ std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p) {
          warps * plan.splits * 2 <= int64_t{kWarpDotWarpsPerSm} * p.sm_count) {
     plan.splits *= 2;
   }
-  plan.slice =
-      ceil_div(ceil_div(C, plan.splits), warp_mma::kChunk) * warp_mma::kChunk;
+  plan.slice = ceil_div(ceil_div(C, plan.splits), chunk) * chunk;
   plan.threads = std::max(warp_mma::kMinThreads, 32 * plan.splits);
   plan.column_tiles = ceil_div(
       p.K, int64_t{warp_mma::kColumns} * (plan.threads / 32 / plan.splits));

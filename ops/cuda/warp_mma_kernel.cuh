@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gather_linear_params.h"
 #include "numeric.cuh"
@@ -48,6 +49,49 @@ __device__ __forceinline__ uint4 load_weight(const T* ptr) {
   return v;
 }
 
+// A + B of one half-chunk (two 32-bit words of each lane's vectors) on the
+// tensor cores: m16n8k16 for 16-bit types; for float32 three m16n8k8 TF32
+// products of each value split into a TF32 part and its TF32 remainder
+// (small x big + big x small + big x big keep float32 accuracy).
+template <typename T>
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4],
+                                    uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, float>) {
+#if __CUDA_ARCH__ >= 900  // cvt.rn.tf32; plan_warp_mma asks sm_90 for float32
+    uint32_t a_big[4], a_small[4], b_big[2], b_small[2];
+    const auto split = [](uint32_t v, uint32_t& big, uint32_t& small) {
+      big = ptx::cvt_rn_tf32(__uint_as_float(v));
+      small = ptx::cvt_rn_tf32(__uint_as_float(v) - __uint_as_float(big));
+    };
+#pragma unroll
+    for (int i = 0; i < 4; ++i) split(a[i], a_big[i], a_small[i]);
+    split(b0, b_big[0], b_small[0]);
+    split(b1, b_big[1], b_small[1]);
+    ptx::mma_m16n8k8_tf32(d, a_small, b_big[0], b_big[1]);
+    ptx::mma_m16n8k8_tf32(d, a_big, b_small[0], b_small[1]);
+    ptx::mma_m16n8k8_tf32(d, a_big, b_big[0], b_big[1]);
+#endif
+  } else {
+    ptx::mma_m16n8k16<T>(d, a, b0, b1);
+  }
+}
+
+// Output (b, k) summed on the CUDA cores in contraction order: float32's
+// split turns an infinite operand into NaN (Inf - Inf in its remainder), so
+// NaN outputs are summed again as the reference sums them.
+template <typename T>
+__device__ float dot_in_order(const GatherLinearParams<T>& p, int64_t b,
+                              int64_t k) {
+  float sum = 0.0f;
+  for (int64_t r = 0; r < p.R; ++r) {
+    const T* x = p.x + r * p.x_stride_r + b * p.x_stride_b;
+    const T* w = p.weight + k * p.weight_stride_k + r * p.H;
+    for (int64_t h = 0; h < p.H; ++h)
+      sum = fmaf(to_acc(x[h]), to_acc(w[h]), sum);
+  }
+  return sum;
+}
+
 // Grid: x = groups of output columns (kColumns each, blockDim / 32 / splits
 // of them per block), y = tiles of kRowTiles * kRowsPerTile rows of B.
 template <typename T, int kRowTiles>
@@ -55,8 +99,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     gather_linear_warp_mma_kernel(const GatherLinearParams<T> p,
                                   const Layout l) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  static_assert(sizeof(T) == 2, "m16n8k16 takes 16-bit operands");
   constexpr int kVec = 16 / sizeof(T);
+  constexpr int kChunk = 4 * kVec;  // contraction values a chunk covers
   __shared__ float partial[kMaxThreads / 32][kRowTiles][4][32];
 
   const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -93,6 +137,10 @@ __global__ void __launch_bounds__(kMaxThreads)
   float acc[kRowTiles][4] = {};
   // The loop runs alike in every lane: mma.sync needs the whole warp.
   for (int32_t c0 = split * l.slice; c0 < c_end; c0 += kChunk * kUnroll) {
+    // float32: each step sums into fresh registers, added to the total with
+    // rounded adds (the tensor cores truncate their sums).
+    float step[kRowTiles][4] = {};
+    auto& sum = std::is_same_v<T, float> ? step : acc;
     uint4 lo[kUnroll], hi[kUnroll], xv[kRowTiles][kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -117,9 +165,17 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
       for (int j = kRowTiles - 1; j >= 0; --j) {
         const uint32_t a0[4] = {lo[u].x, hi[u].x, lo[u].y, hi[u].y};
-        ptx::mma_m16n8k16<T>(acc[j], a0, xv[j][u].x, xv[j][u].y);
+        mma<T>(sum[j], a0, xv[j][u].x, xv[j][u].y);
         const uint32_t a1[4] = {lo[u].z, hi[u].z, lo[u].w, hi[u].w};
-        ptx::mma_m16n8k16<T>(acc[j], a1, xv[j][u].z, xv[j][u].w);
+        mma<T>(sum[j], a1, xv[j][u].z, xv[j][u].w);
+      }
+    }
+    if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+      for (int j = 0; j < kRowTiles; ++j) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          acc[j][i] = __fadd_rn(acc[j][i], step[j][i]);
       }
     }
   }
@@ -151,8 +207,10 @@ __global__ void __launch_bounds__(kMaxThreads)
       const int64_t k = k0 + g + (i >= 2 ? 8 : 0);
       const int64_t b = b0 + j * kRowsPerTile + 2 * t + (i & 1);
       if (k < p.K && b < p.B) {
+        float sum = acc[j][i];
+        if (std::is_same_v<T, float> && isnan(sum)) sum = dot_in_order(p, b, k);
         p.out[b * p.out_stride_b + k * p.out_stride_k] =
-            from_acc<T>(acc[j][i] + bias[i / 2]);
+            from_acc<T>(sum + bias[i / 2]);
       }
     }
   }

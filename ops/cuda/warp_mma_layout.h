@@ -9,8 +9,8 @@ namespace fgl::cuda::warp_mma {
 constexpr int kColumns = 16;     // output columns per warp: mma's m16
 constexpr int kRowsPerTile = 8;  // rows of B per n-tile: mma's n8
 constexpr int kMaxRowTiles = 2;  // n-tiles per warp: B up to 16 in one pass
-// Contraction elements per chunk: 4 lanes of 16 bytes of 16-bit values.
-constexpr int kChunk = 32;
+/// Contraction values a chunk covers: 4 lanes of 16 bytes.
+constexpr int chunk(int element_size) { return 4 * 16 / element_size; }
 constexpr int kUnroll = 4;        // chunks a lane loads before it multiplies
 constexpr int kMinThreads = 128;  // a block: at least four warps
 constexpr int kMaxSplits = 16;    // warps sharing one group of columns
@@ -25,7 +25,7 @@ constexpr int row_tiles_per_warp(int64_t B) {
 /// The per-launch layout the host chose (kernel_choice.h's WarpMmaPlan).
 struct Layout {
   int splits;     // warps per group of columns, a power of two
-  int32_t slice;  // contraction elements per warp, a multiple of kChunk
+  int32_t slice;  // contraction elements per warp, a multiple of chunk()
 };
 
 }  // namespace fgl::cuda::warp_mma

@@ -19,32 +19,41 @@ from fgl.models import reference
 TIMEOUT = timedelta(seconds=20)
 
 
-def _init(rank, world_size, store_file):
-    dist.init_process_group("gloo", init_method=f"file://{store_file}",
+def _init(rank, world_size, store_file, backend="gloo"):
+    dist.init_process_group(backend, init_method=f"file://{store_file}",
                             rank=rank, world_size=world_size,
                             timeout=TIMEOUT)
 
 
-def _run_shards(rank, world_size, store_file, cases, results):
-    # A spawned process: load the op and join the group.
+def _run_shards(rank, world_size, store_file, cases, results, backend):
+    # A spawned process: load the op and join the group; under NCCL, rank p
+    # computes on GPU p.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
     fgl.load_library(os.environ.get("FGL_OPS_LIBRARY"))
-    _init(rank, world_size, store_file)
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    _init(rank, world_size, store_file, backend)
     try:
         for i, (x, w, b) in enumerate(cases):
             xs, ws = parallel.shard(x, w, world_size, rank)
-            results[(rank, i)] = parallel.gather_linear(xs, ws, b)
+            out = parallel.gather_linear(
+                xs.to(device), ws.to(device),
+                None if b is None else b.to(device))
+            results[(rank, i)] = out.cpu()
     except Exception:
         results[(rank, "error")] = traceback.format_exc()
     finally:
         dist.destroy_process_group()
 
 
-def run_group(world_size, cases, tmp_path):
+def run_group(world_size, cases, tmp_path, backend="gloo"):
     with mp.Manager() as manager:
         results = manager.dict()
         mp.spawn(_run_shards,
-                 args=(world_size, str(tmp_path / "store"), cases, results),
+                 args=(world_size, str(tmp_path / "store"), cases, results,
+                       backend),
                  nprocs=world_size, join=True)
         return dict(results)
 
@@ -75,25 +84,46 @@ def test_shard_errors_name_what_is_wrong():
         parallel.shard(torch.randn(2, 3, 4), torch.randn(5, 7), 2, 0)
 
 
-@pytest.mark.parametrize("world_size", [1, 2, 3])
-def test_sums_over_ranks_match_the_single_process_op(world_size, tmp_path):
+def nccl_group(world_size):
+    """The NCCL parameter of a group of world_size GPUs: skipped where the
+    machine has fewer."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return pytest.param(
+        world_size, "nccl", id=f"nccl-{world_size}",
+        marks=pytest.mark.skipif(
+            gpus < world_size or not dist.is_nccl_available(),
+            reason=f"needs {world_size} CUDA devices and NCCL, has {gpus}"))
+
+
+@pytest.mark.parametrize("world_size,backend", [
+    (1, "gloo"), (2, "gloo"), (3, "gloo"), nccl_group(1), nccl_group(2)])
+def test_sums_over_ranks_match_the_single_process_op(world_size, backend,
+                                                     tmp_path, monkeypatch):
+    # NVLink multicast off: it can take a shared host's GPUs out of service.
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     # Uneven splits (R = 5 and 7 over 2 and 3 ranks), B = 1, no bias, and
-    # every dtype the CPU backend sums.
+    # every dtype; the decode problem's shape over the GPUs.
     cases = [make_case(5, 4, 8, 6, torch.float32),
              make_case(7, 1, 16, 9, torch.float64),
              make_case(5, 3, 8, 5, torch.float32, bias=False),
              make_case(6, 2, 8, 7, torch.bfloat16),
              make_case(3, 2, 8, 4, torch.float16)]
-    results = run_group(world_size, cases, tmp_path)
+    if backend == "nccl":
+        cases += [make_case(32, 16, 128, 4096, dtype)
+                  for dtype in (torch.float32, torch.bfloat16)]
+    results = run_group(world_size, cases, tmp_path, backend)
     assert not any(key[1] == "error" for key in results), results
     for i, (x, w, b) in enumerate(cases):
         ref = reference(x.double(), w.double(),
                         None if b is None else b.double())
         scale = reference(x.double().abs(), w.double().abs(),
                           None if b is None else b.double().abs())
-        # Partial sums rounded to the dtype once per rank, then summed.
+        # Partial sums rounded to the dtype once per rank, then summed;
+        # rounding errors grow with the square root of the contraction.
         eps = {torch.float32: 1e-6, torch.float64: 1e-14,
                torch.bfloat16: 1e-2, torch.float16: 2e-3}[x.dtype]
+        eps *= max(1.0, (w.shape[1] / 64) ** 0.5)
         for rank in range(world_size):
             out = results[(rank, i)]
             assert out.dtype == x.dtype and out.shape == ref.shape
