@@ -40,30 +40,43 @@ std::pair<at::Tensor, at::Tensor> shard_for_rank(const at::Tensor& x,
           weight.narrow(1, heads.begin * H, heads.size() * H)};
 }
 
+at::Tensor partial_gather_linear(const at::Tensor& x_shard,
+                                 const at::Tensor& weight_shard,
+                                 const std::optional<at::Tensor>& bias,
+                                 int rank) {
+  try {
+    return gather_linear(x_shard, weight_shard,
+                         rank == 0 ? bias : std::nullopt);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "tensor_parallel_gather_linear: rank ", rank, ": ",
+                e.what_without_backtrace());
+  }
+}
+
+void sum_partials(at::Tensor& partial,
+                  const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
+  TORCH_CHECK(group, "tensor_parallel_gather_linear: no process group");
+  std::vector<at::Tensor> partials{partial};
+  try {
+    group->allreduce(partials)->wait();
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "tensor_parallel_gather_linear: rank ", group->getRank(),
+                ": the all-reduce of the partial outputs ", partial.sizes(),
+                " ", partial.scalar_type(),
+                " failed (a rank died, timed out, or passed another "
+                "shape): ",
+                e.what());
+  }
+}
+
 at::Tensor tensor_parallel_gather_linear(
     const at::Tensor& x_shard, const at::Tensor& weight_shard,
     const std::optional<at::Tensor>& bias,
     const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
   TORCH_CHECK(group, "tensor_parallel_gather_linear: no process group");
-  const int rank = group->getRank();
-  at::Tensor out;
-  try {
-    out = gather_linear(x_shard, weight_shard, rank == 0 ? bias : std::nullopt);
-  } catch (const c10::Error& e) {
-    TORCH_CHECK(false, "tensor_parallel_gather_linear: rank ", rank, ": ",
-                e.what_without_backtrace());
-  }
-  std::vector<at::Tensor> partials{out};
-  try {
-    group->allreduce(partials)->wait();
-  } catch (const std::exception& e) {
-    TORCH_CHECK(false, "tensor_parallel_gather_linear: rank ", rank,
-                ": the all-reduce of the partial outputs ", out.sizes(), " ",
-                out.scalar_type(),
-                " failed (a rank died, timed out, or passed another "
-                "shape): ",
-                e.what());
-  }
+  at::Tensor out =
+      partial_gather_linear(x_shard, weight_shard, bias, group->getRank());
+  sum_partials(out, group);
   return out;
 }
 

@@ -1,6 +1,7 @@
-// fgl::tensor_parallel_gather_linear over a c10d process group of threads,
-// whose backend sums the ranks' tensors in rank order (the tests' stand-in
-// for NCCL; tests/python/test_parallel.py runs Gloo process groups).
+// fgl::tensor_parallel_gather_linear and TensorParallelRunner over a c10d
+// process group of threads whose backend sums the ranks' tensors in rank
+// order (the tests' stand-in for NCCL, which runs where there are two GPUs;
+// tests/python/test_parallel.py runs Gloo and NCCL process groups).
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
@@ -10,7 +11,9 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <vector>
 
+#include "fgl/parallel/nccl_groups.h"
 #include "fgl/parallel/tensor_parallel.h"
+#include "fgl/parallel/tensor_parallel_runner.h"
 #include "test_support.h"
 
 namespace fgl::testing {
@@ -143,6 +146,115 @@ TEST(TensorParallel, ErrorsNameTheRank) {
   } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what()).find("rank 0: "), std::string::npos)
         << e.what();
+  }
+}
+
+// Groups of `world` ranks over one SharedSum.
+GroupFactory summing_groups(int world) {
+  auto shared = std::make_shared<SharedSum>(world);
+  return [shared, world](int rank) { return make_group(rank, world, shared); };
+}
+
+// Runs `shapes` through a runner over `devices` and checks each result
+// against the float64 reference; x is a permuted (non-contiguous) view.
+void expect_runner_matches_reference(const std::vector<c10::Device>& devices,
+                                     const GroupFactory& groups,
+                                     const std::vector<Shape>& shapes,
+                                     c10::ScalarType dtype, bool with_bias) {
+  const int world = static_cast<int>(devices.size());
+  for (const auto& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << "world " << world << " " << s << " "
+                                      << dtype << " bias " << with_bias);
+    const auto w = random_tensor({s.K, s.R * s.H}, dtype, at::kCPU);
+    const std::optional<at::Tensor> b =
+        with_bias ? std::optional(random_tensor({s.K}, dtype, at::kCPU))
+                  : std::nullopt;
+    TensorParallelRunner runner(devices, groups, w, b, s.H);
+    EXPECT_EQ(runner.world_size(), world);
+    for (const int64_t B : {s.B, s.B + 2}) {
+      const auto x =
+          random_tensor({B, s.R, s.H}, dtype, at::kCPU).permute({1, 0, 2});
+      const auto out = runner(x);
+      EXPECT_EQ(out.device(), devices[0]);
+      const auto ref = reference_gather_linear(x, w, b);
+      const auto scale = reference_gather_linear(
+          x.abs(), w.abs(),
+          b ? std::optional(b->abs()) : std::optional<at::Tensor>());
+      EXPECT_TRUE(matches_reference(out.cpu(), ref, scale));
+    }
+    for (const auto& t : runner.rank_times()) {
+      EXPECT_EQ(t.calls, 2);
+      EXPECT_EQ(t.device, devices[t.rank]);
+      EXPECT_GE(t.partial_us, 0);
+      EXPECT_GE(t.all_reduce_us, 0);
+    }
+  }
+}
+
+TEST(TensorParallelRunner, MatchesTheReference) {
+  // Uneven splits, one rank, B = 1, no bias, every dtype.
+  const std::vector<Shape> shapes{{5, 1, 8, 6}, {7, 3, 16, 9}};
+  for (const int world : {1, 2, 3}) {
+    const std::vector<c10::Device> cpus(world, c10::Device(c10::kCPU));
+    for (const auto dtype : supported_dtypes()) {
+      for (const bool with_bias : {true, false}) {
+        expect_runner_matches_reference(cpus, summing_groups(world), shapes,
+                                        dtype, with_bias);
+      }
+    }
+  }
+}
+
+TEST(TensorParallelRunner, RejectsAMisshapenXAndGoesOn) {
+  const auto w = at::randn({6, 4 * 8});
+  TensorParallelRunner runner({c10::kCPU, c10::kCPU}, summing_groups(2), w,
+                              std::nullopt, 8);
+  try {
+    runner(at::randn({4, 2, 9}));
+    ADD_FAILURE() << "x with the wrong H was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(4, B, 8)"), std::string::npos)
+        << e.what();
+  }
+  const auto x = at::randn({4, 3, 8});
+  EXPECT_TRUE(at::allclose(runner(x), at::linear(at::cat(x.unbind(0), -1), w),
+                           1e-5, 1e-5));
+}
+
+TEST(TensorParallelRunner, ASetupThatFailsNamesTheRank) {
+  const GroupFactory groups = [inner = summing_groups(2)](int rank) {
+    if (rank == 1) throw std::runtime_error("no route to GPU 1");
+    return inner(rank);
+  };
+  try {
+    TensorParallelRunner runner({c10::kCPU, c10::kCPU}, groups,
+                                at::randn({6, 32}), std::nullopt, 8);
+    ADD_FAILURE() << "the setup did not fail";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1: no route to GPU 1"),
+              std::string::npos)
+        << e.what();
+  }
+  // R below the ranks: no shard for one of them.
+  EXPECT_THROW(
+      TensorParallelRunner({c10::kCPU, c10::kCPU, c10::kCPU}, summing_groups(3),
+                           at::randn({6, 16}), std::nullopt, 8),
+      c10::Error);
+}
+
+TEST(TensorParallelRunner, OverNcclOnTwoGpus) {
+  if (!nccl_available()) {
+    EXPECT_THROW(nccl_groups(2, std::chrono::seconds(10)), c10::Error);
+    GTEST_SKIP() << "this build has no NCCL";
+  }
+  if (!at::hasCUDA() || at::getNumGPUs() < 2) {
+    GTEST_SKIP() << "needs two CUDA devices";
+  }
+  const std::vector<c10::Device> gpus{{c10::kCUDA, 0}, {c10::kCUDA, 1}};
+  for (const auto dtype : supported_dtypes()) {
+    expect_runner_matches_reference(
+        gpus, nccl_groups(2, std::chrono::seconds(60)),
+        {{5, 1, 8, 6}, {32, 16, 128, 4096}}, dtype, true);
   }
 }
 

@@ -43,4 +43,16 @@ at::Tensor tensor_parallel_gather_linear(
     const std::optional<at::Tensor>& bias,
     const c10::intrusive_ptr<c10d::ProcessGroup>& group);
 
+/// tensor_parallel_gather_linear's two halves, for callers that time or
+/// overlap them: `rank`'s partial output (the bias on rank 0 only) ...
+at::Tensor partial_gather_linear(const at::Tensor& x_shard,
+                                 const at::Tensor& weight_shard,
+                                 const std::optional<at::Tensor>& bias,
+                                 int rank);
+
+/// ... and the partials summed in place over `group` (one all-reduce),
+/// waited for on the current stream.
+void sum_partials(at::Tensor& partial,
+                  const c10::intrusive_ptr<c10d::ProcessGroup>& group);
+
 }  // namespace fgl
