@@ -119,7 +119,10 @@ InferReport run_inference(const InferOptions& o) {
   if (!o.output.empty()) {
     require_creatable_output(o);
   }
-  const c10::Device device = resolve_device(o.device);
+  const auto gpus = o.tensor_parallel > 0
+                        ? tensor_parallel_devices(o.tensor_parallel)
+                        : std::vector<c10::Device>{};
+  const c10::Device device = gpus.empty() ? resolve_device(o.device) : gpus[0];
   const bool demo = o.input.empty();
   const Problem problem = demo ? demo_problem() : load_problem(o);
   const TensorFile& input = problem.input;
@@ -128,7 +131,7 @@ InferReport run_inference(const InferOptions& o) {
   const int64_t R = input.tensors[0].size(0), H = input.tensors[0].size(2);
   const auto requested =
       resolve_dtype(o.dtype, input.tensors[0], input.names[0]);
-  const ModelForwards model =
+  ModelForwards model =
       !o.model.empty()
           ? [&] {
               const ShowingReadProgress shown;
@@ -142,6 +145,25 @@ InferReport run_inference(const InferOptions& o) {
                       return weights_forwards(problem.weights, R, H, device,
                                               requested);
                     });
+  if (!gpus.empty()) {
+    if (R < o.tensor_parallel) {
+      throw AppError(
+          kExitDataErr,
+          "x has R = " + std::to_string(R) + " heads, too few to split over " +
+              std::to_string(o.tensor_parallel) +
+              " GPUs (each takes at least one)",
+          "pass --tensor-parallel " + std::to_string(R) + " or fewer");
+    }
+    log::info("splitting the op over " + std::to_string(gpus.size()) + " GPUs");
+    or_fail(kExitUnavailable,
+            "cannot run the op over " + std::to_string(gpus.size()) + " GPUs",
+            "check the GPUs (nvidia-smi); NCCL_DEBUG=INFO says why NCCL "
+            "failed",
+            [&] {
+              split_over_gpus(model, problem.weights, H, gpus);
+              return 0;
+            });
+  }
   const auto dtype = model.dtype;
 
   InferReport report;
@@ -160,6 +182,7 @@ InferReport run_inference(const InferOptions& o) {
   report.K = model.K;
   report.bias = model.bias;
   report.batch_size = o.batch_size;
+  report.tensor_parallel = static_cast<int>(gpus.size());
   report.checked = o.check;
   const Tolerance defaults = default_tolerance(dtype);
   const Tolerance tolerance{o.atol.value_or(defaults.atol),
@@ -176,6 +199,13 @@ InferReport run_inference(const InferOptions& o) {
   }
   if (o.iters > 0) {
     benchmark(model, chunks, device, o.warmup, o.iters, report);
+  }
+
+  if (model.tensor_parallel) {
+    for (const auto& t : model.tensor_parallel->rank_times()) {
+      report.ranks.push_back(RankResult{t.rank, t.device.str(), t.partial_us,
+                                        t.all_reduce_us, t.calls});
+    }
   }
 
   if (!report.passed) {

@@ -1,16 +1,23 @@
 #include "model_runner.h"
 
+#include <chrono>
 #include <memory>
+#include <utility>
 
 #include "errors.h"
 #include "fail.h"
 #include "fgl/models/aoti_model.h"
 #include "fgl/models/gather_linear_module.h"
 #include "fgl/models/scripted_model.h"
+#include "fgl/parallel/nccl_groups.h"
 #include "log.h"
 
 namespace fgl::app {
 namespace {
+
+// How long a rank waits for the others (the rendezvous, each all-reduce)
+// before the run fails instead of hanging.
+constexpr std::chrono::minutes kTensorParallelTimeout{2};
 
 constexpr const char* kModelHint =
     "--model must be a TorchScript file (torch.jit.script(model).save) or an "
@@ -187,6 +194,20 @@ ModelForwards weights_forwards(const models::LinearWeights& weights, int64_t R,
   forwards.bias = options.bias();
   forwards.dtype = dtype;
   return forwards;
+}
+
+void split_over_gpus(ModelForwards& forwards,
+                     const models::LinearWeights& weights, int64_t H,
+                     const std::vector<c10::Device>& devices) {
+  const auto dtype = forwards.dtype;
+  const auto bias = weights.bias ? std::optional(weights.bias->to(dtype))
+                                 : std::optional<at::Tensor>();
+  auto runner = std::make_shared<TensorParallelRunner>(
+      devices,
+      nccl_groups(static_cast<int>(devices.size()), kTensorParallelTimeout),
+      weights.weight.to(dtype), bias, H);
+  forwards.run = [runner](const at::Tensor& x) { return (*runner)(x); };
+  forwards.tensor_parallel = std::move(runner);
 }
 
 ModelForwards load_model(const InferOptions& o, const c10::Device& device,

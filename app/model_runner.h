@@ -7,10 +7,13 @@
 #include <c10/core/Device.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fgl/models/weights.h"
+#include "fgl/parallel/tensor_parallel_runner.h"
 #include "options.h"
 
 namespace fgl::app {
@@ -24,12 +27,21 @@ struct ModelForwards {
   int64_t K = 0;       // 0: unknown until the model has run
   std::optional<bool> bias;             // unknown for a model without weights
   c10::ScalarType dtype = c10::kFloat;  // what x must be converted to
+  // --tensor-parallel: the runner behind `run`, for its per-rank times.
+  std::shared_ptr<TensorParallelRunner> tensor_parallel;
 };
 
 /// The fused op and the reference over `weights`, for x [R, B, H].
 ModelForwards weights_forwards(const models::LinearWeights& weights, int64_t R,
                                int64_t H, const c10::Device& device,
                                c10::ScalarType dtype);
+
+/// Replaces the run of `forwards` (weights_forwards on devices[0]) by the
+/// op split by heads over `devices`, rank p on devices[p] and NCCL between
+/// them; the reference stays on devices[0].
+void split_over_gpus(ModelForwards& forwards,
+                     const models::LinearWeights& weights, int64_t H,
+                     const std::vector<c10::Device>& devices);
 
 /// Loads --model (TorchScript or an AOTInductor package, told apart by the
 /// file's contents) for x [R, B, H] on `device`. `dtype` is the run's dtype

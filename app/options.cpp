@@ -31,6 +31,8 @@ Examples:
   fgl_infer --input x.pt --model model.pt    run a TorchScript model, checked
                                              against its proj weights
   fgl_infer --input x.pt --model model.pt2   run an AOTInductor package
+  fgl_infer --input x.pt --weights w.pt --tensor-parallel 2 --iters 100
+                                             the op over two GPUs, timed
 
 Input files hold a tensor (R, B, H), a list or tuple of them, or a dict
 name -> tensor; each is a batch. Written by Python torch.save, C++ torch::save,
@@ -195,6 +197,17 @@ void validate(const InferOptions& o) {
   if ((o.atol && *o.atol < 0) || (o.rtol && *o.rtol < 0)) {
     usage_error("--atol and --rtol must be >= 0");
   }
+  if (o.tensor_parallel > 0) {
+    if (!o.model.empty()) {
+      usage_error(
+          "--tensor-parallel splits the fused op over --weights; a --model "
+          "runs as it was saved");
+    }
+    if (o.device && (!o.device->is_cuda() || o.device->index() > 0)) {
+      usage_error("--tensor-parallel runs on cuda:0 .. N-1: drop --device " +
+                  o.device->str() + " or pass --device cuda");
+    }
+  }
   if (!o.check && (o.atol || o.rtol)) {
     usage_error(
         "--atol/--rtol set the check's tolerance; drop them or "
@@ -245,6 +258,9 @@ Command parse_command_line(int argc, const char* const* argv) {
      cxxopts::value<std::string>()->default_value("auto"), "DEV")
     ("dtype", std::string("auto (the input's), ") + cli::kDtypeNames,
      cxxopts::value<std::string>()->default_value("auto"), "T")
+    ("tensor-parallel", "split the op by heads over N GPUs (cuda:0 .. "
+     "N-1), partial outputs summed by NCCL; checked against one GPU",
+     cxxopts::value<std::string>(), "N")
     ("warmup", "untimed calls before timing (benchmark mode)",
      cxxopts::value<std::string>()->default_value(
          std::to_string(defaults.warmup)), "N")
@@ -304,6 +320,14 @@ Command parse_command_line(int argc, const char* const* argv) {
                           cli::kDeviceNames);
     o.dtype = parse_auto(text("dtype"), "--dtype", cli::parse_dtype,
                          cli::kDtypeNames);
+    if (args.count("tensor-parallel")) {
+      o.tensor_parallel =
+          parse_number<int>(text("tensor-parallel"), "--tensor-parallel");
+      if (o.tensor_parallel < 1) {
+        usage_error("--tensor-parallel expects at least 1 GPU, got " +
+                    text("tensor-parallel"));
+      }
+    }
     o.warmup = parse_number<int>(text("warmup"), "--warmup");
     o.iters = parse_number<int>(text("iters"), "--iters");
     if (args.count("warmup") && o.iters == 0) {

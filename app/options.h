@@ -28,6 +28,9 @@ struct InferOptions {
   std::optional<double> atol, rtol;      // empty: the dtype's defaults
   std::optional<c10::Device> device;     // empty: auto (cuda:0 if any)
   std::optional<c10::ScalarType> dtype;  // empty: auto (the input's)
+  // > 0: the op split by heads over GPUs cuda:0 .. N-1, summed by NCCL
+  // (--weights only); the reference runs on cuda:0.
+  int tensor_parallel = 0;
   int warmup = 5;
   int iters = 0;  // > 0: benchmark mode
   bool json = false;

@@ -7,6 +7,7 @@
 
 #include "errors.h"
 #include "fgl/io/paths.h"
+#include "fgl/parallel/nccl_groups.h"
 
 namespace fgl::app {
 
@@ -101,6 +102,30 @@ c10::Device resolve_device(const std::optional<c10::Device>& requested) {
                         " or auto");
   }
   return device;
+}
+
+std::vector<c10::Device> tensor_parallel_devices(int n) {
+  const int64_t gpus = at::hasCUDA() ? at::getNumGPUs() : 0;
+  if (n > gpus) {
+    throw AppError(
+        kExitUnavailable,
+        "--tensor-parallel " + std::to_string(n) +
+            " needs that many GPUs but this machine has " +
+            (gpus == 0 ? "no usable CUDA GPU" : std::to_string(gpus)),
+        gpus == 0 ? "leave --tensor-parallel out to run on the CPU"
+                  : "pass --tensor-parallel " + std::to_string(gpus) +
+                        " or fewer, or leave it out");
+  }
+  if (!nccl_available()) {
+    throw AppError(kExitUnavailable,
+                   "--tensor-parallel needs NCCL, which this build of "
+                   "fgl_infer lacks",
+                   "configure fgl with CUDA and the nvidia-nccl package "
+                   "beside torch");
+  }
+  std::vector<c10::Device> devices;
+  for (int p = 0; p < n; ++p) devices.emplace_back(c10::kCUDA, p);
+  return devices;
 }
 
 }  // namespace fgl::app

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "options.h"
 
@@ -24,5 +25,9 @@ void require_creatable_output(const InferOptions& options);
 /// --device: the requested device, which must exist; auto (empty) is
 /// cuda:0 where a GPU is usable, else the CPU.
 c10::Device resolve_device(const std::optional<c10::Device>& requested);
+
+/// --tensor-parallel N: cuda:0 .. N-1, which must exist, in a build with
+/// NCCL.
+std::vector<c10::Device> tensor_parallel_devices(int n);
 
 }  // namespace fgl::app

@@ -103,6 +103,11 @@ void print_text(const InferReport& r, std::ostream& os) {
                    : " no bias")
      << ", " << r.batches.size() << " batch(es), B=" << r.rows
      << " rows in all, " << r.dtype << " on " << r.device << "\n";
+  if (r.tensor_parallel > 0) {
+    os << "the op split by heads over " << r.tensor_parallel
+       << " GPU(s), partial outputs summed by NCCL; the reference on "
+       << r.device << "\n";
+  }
   if (!r.model.empty()) {
     os << "model " << r.model << " (" << r.model_format
        << "), checked against proj(cat(x.unbind(0), -1)) over its weights\n";
@@ -132,6 +137,18 @@ void print_text(const InferReport& r, std::ostream& os) {
        << ": fused vs reference path, each element within atol + rtol * "
           "|reference| (atol="
        << format("%g", r.atol) << " rtol=" << format("%g", r.rtol) << ")\n";
+  }
+  if (!r.ranks.empty()) {
+    os << "per rank, mean per call (" << r.ranks.front().calls
+       << " calls, each waited for):\n";
+    std::snprintf(line, sizeof(line), "  %-6s %-8s %12s %14s\n", "rank",
+                  "device", "partial_us", "all_reduce_us");
+    os << line;
+    for (const auto& k : r.ranks) {
+      std::snprintf(line, sizeof(line), "  %-6d %-8s %12.1f %14.1f\n", k.rank,
+                    k.device.c_str(), k.partial_us, k.all_reduce_us);
+      os << line;
+    }
   }
   if (r.fused) {
     os << "latency of one pass over all batches (" << r.fused->latency.samples
@@ -198,6 +215,14 @@ void print_json(const InferReport& r, std::ostream& os) {
                        {"nonfinite", b.nonfinite},
                        {"passed", checked(b.passed)}});
   }
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const auto& k : r.ranks) {
+    ranks.push_back({{"rank", k.rank},
+                     {"device", k.device},
+                     {"calls", k.calls},
+                     {"partial_us", k.partial_us},
+                     {"all_reduce_us", k.all_reduce_us}});
+  }
   nlohmann::ordered_json j = {
       {"version", version_text()},
       {"exit_code", r.exit_code},
@@ -222,6 +247,9 @@ void print_json(const InferReport& r, std::ostream& os) {
       {"bias",
        r.bias ? nlohmann::ordered_json(*r.bias) : nlohmann::ordered_json()},
       {"batch_size", r.batch_size},
+      {"tensor_parallel", r.tensor_parallel > 0
+                              ? nlohmann::ordered_json(r.tensor_parallel)
+                              : nlohmann::ordered_json()},
       {"rows", r.rows},
       {"check",
        {{"enabled", r.checked},
@@ -229,6 +257,7 @@ void print_json(const InferReport& r, std::ostream& os) {
         {"rtol", r.rtol},
         {"passed", checked(r.passed)}}},
       {"batches", batches},
+      {"ranks", ranks},
       {"benchmark", nullptr},
   };
   if (r.fused) {

@@ -22,6 +22,16 @@ struct BatchResult {
   bool passed = true;
 };
 
+/// One rank of a --tensor-parallel run: mean time per call of its partial
+/// product (x's shard moved to its GPU included) and of its all-reduce.
+struct RankResult {
+  int rank = 0;
+  std::string device;
+  double partial_us = 0;
+  double all_reduce_us = 0;
+  int64_t calls = 0;
+};
+
 /// Latency of one pass over every batch (fgl::timing::time_calls).
 struct ForwardTiming {
   timing::LatencyStats latency;
@@ -44,7 +54,9 @@ struct InferReport {
   bool passed = true;
   std::vector<BatchResult> batches;
   int warmup = 0;
-  int threads = 0;  // CPU threads of the op (benchmark mode on the CPU)
+  int threads = 0;          // CPU threads of the op (benchmark mode on the CPU)
+  int tensor_parallel = 0;  // GPUs the op ran on; 0: one device
+  std::vector<RankResult> ranks;                  // --tensor-parallel only
   std::optional<ForwardTiming> fused, reference;  // benchmark mode only
   int exit_code = 0;
 };

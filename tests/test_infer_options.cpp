@@ -2,6 +2,7 @@
 // demo run.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "errors.h"
 #include "inference.h"
 #include "options.h"
+#include "report.h"
 
 namespace fgl::app {
 namespace {
@@ -93,19 +95,40 @@ TEST(InferOptions, AcceptsTheNamesPyTorchUsersType) {
 }
 
 TEST(InferOptions, ParsesEverything) {
-  const auto o =
-      parse({"--input",          "x.pt",        "--weights", "w.pt",
-             "--weights-prefix", "enc",         "--output",  "y.pt",
-             "--batch-size",     "7",           "--atol",    "0.5",
-             "--device",         "cuda:1",      "--dtype",   "bfloat16",
-             "--warmup",         "2",           "--iters",   "9",
-             "--json",           "--log-level", "debug"})
-          .options;
+  const auto o = parse({"--input",
+                        "x.pt",
+                        "--weights",
+                        "w.pt",
+                        "--weights-prefix",
+                        "enc",
+                        "--output",
+                        "y.pt",
+                        "--batch-size",
+                        "7",
+                        "--atol",
+                        "0.5",
+                        "--device",
+                        "cuda:1",
+                        "--dtype",
+                        "bfloat16",
+                        "--warmup",
+                        "2",
+                        "--iters",
+                        "9",
+                        "--json",
+                        "--log-level",
+                        "debug",
+                        "--device",
+                        "cuda",
+                        "--tensor-parallel",
+                        "2"})
+                     .options;
   EXPECT_EQ(o.weights_prefix, "enc");
   EXPECT_EQ(o.batch_size, 7);
   EXPECT_EQ(o.atol.value_or(-1), 0.5);
   EXPECT_FALSE(o.rtol.has_value());
-  EXPECT_EQ(o.device, c10::Device(c10::kCUDA, 1));
+  EXPECT_EQ(o.device, c10::Device(c10::kCUDA));
+  EXPECT_EQ(o.tensor_parallel, 2);
   EXPECT_EQ(o.dtype, c10::kBFloat16);
   EXPECT_EQ(o.log_level, log::Level::kDebug);
   EXPECT_EQ(o.iters, 9);
@@ -143,6 +166,17 @@ TEST(InferOptions, UsageErrors) {
   expect_usage_error({"--bogus"}, "bogus");
   expect_usage_error({"stray"}, "unexpected argument 'stray'");
   expect_usage_error({"--no-check", "--atol", "1"}, "--no-check");
+  expect_usage_error({"--tensor-parallel", "0"},
+                     "--tensor-parallel expects at least 1 GPU, got 0");
+  expect_usage_error({"--tensor-parallel", "two"},
+                     "--tensor-parallel expects a whole number");
+  expect_usage_error({"--tensor-parallel", "2", "--device", "cpu"},
+                     "drop --device cpu");
+  expect_usage_error({"--tensor-parallel", "2", "--device", "cuda:1"},
+                     "runs on cuda:0 .. N-1");
+  expect_usage_error(
+      {"--tensor-parallel", "2", "--input", "x.pt", "--model", "m.pt"},
+      "a --model runs as it was saved");
 }
 
 TEST(InferRun, DemoPassesItsCheck) {
@@ -183,6 +217,47 @@ TEST(InferRun, MissingCudaIsUnavailable) {
     EXPECT_NE(std::string(e.what()).find("--device cuda:64"),
               std::string::npos);
   }
+}
+
+TEST(InferRun, TensorParallelNeedsItsGpus) {
+  const int64_t gpus = at::hasCUDA() ? at::getNumGPUs() : 0;
+  InferOptions options;
+  options.tensor_parallel = static_cast<int>(gpus) + 1;
+  try {
+    run_inference(options);
+    ADD_FAILURE() << "more GPUs than the machine has were accepted";
+  } catch (const AppError& e) {
+    EXPECT_EQ(e.code(), kExitUnavailable);
+    EXPECT_NE(std::string(e.what()).find("needs that many GPUs"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(InferRun, TensorParallelMatchesOneGpu) {
+  if (!at::hasCUDA() || at::getNumGPUs() < 2) {
+    GTEST_SKIP() << "needs two CUDA devices";
+  }
+  InferOptions options;  // the demo: R = 4 heads over two GPUs
+  options.tensor_parallel = 2;
+  options.iters = 3;
+  const auto report = run_inference(options);
+  EXPECT_TRUE(report.passed);
+  EXPECT_EQ(report.exit_code, kExitOk);
+  EXPECT_EQ(report.device, "cuda:0");
+  EXPECT_EQ(report.tensor_parallel, 2);
+  ASSERT_EQ(report.ranks.size(), 2u);
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_EQ(report.ranks[p].rank, p);
+    EXPECT_EQ(report.ranks[p].device, "cuda:" + std::to_string(p));
+    EXPECT_GT(report.ranks[p].calls, 3);
+    EXPECT_GT(report.ranks[p].partial_us, 0);
+    EXPECT_GT(report.ranks[p].all_reduce_us, 0);
+  }
+  std::ostringstream json;
+  print_json(report, json);
+  EXPECT_NE(json.str().find("\"tensor_parallel\": 2"), std::string::npos);
+  EXPECT_NE(json.str().find("\"all_reduce_us\""), std::string::npos);
 }
 
 }  // namespace
