@@ -104,6 +104,7 @@ void benchmark(const ModelForwards& model, const Chunks& chunks,
         [&](int calls) { progress.step(calls <= warmup ? "warm-up" : ""); });
     return to_timing(stats, report.rows);
   };
+  if (model.tensor_parallel) model.tensor_parallel->reset_rank_times();
   report.warmup = warmup;
   report.threads = device.is_cpu() ? at::get_num_threads() : 0;
   report.fused = time_forward(true);

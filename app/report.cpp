@@ -139,8 +139,9 @@ void print_text(const InferReport& r, std::ostream& os) {
        << format("%g", r.atol) << " rtol=" << format("%g", r.rtol) << ")\n";
   }
   if (!r.ranks.empty()) {
-    os << "per rank, mean per call (" << r.ranks.front().calls
-       << " calls, each waited for):\n";
+    os << "per rank, mean per call of the "
+       << (r.fused ? "timed passes" : "checked calls") << " ("
+       << r.ranks.front().calls << " calls):\n";
     std::snprintf(line, sizeof(line), "  %-6s %-8s %12s %14s\n", "rank",
                   "device", "partial_us", "all_reduce_us");
     os << line;

@@ -1,6 +1,8 @@
 #include "fgl/parallel/tensor_parallel_runner.h"
 
+#include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
@@ -23,14 +25,45 @@ double microseconds(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
 
-// Waits until the work queued on `device` is done (a no-op on the CPU, where
-// the op has finished when it returns).
-void synchronize(const c10::Device& device) {
-  if (!device.is_cpu()) {
-    c10::impl::getDeviceGuardImpl(device.type())
-        ->synchronizeDevice(device.index());
+// The times of a rank's call: marks between its phases, taken by events on
+// the device's current stream (no host wait between the phases) or, on the
+// CPU, where the op has finished when it returns, by the host clock.
+class PhaseClock {
+ public:
+  static constexpr int kMarks = 3;  // start, partial product, all-reduce
+
+  explicit PhaseClock(const c10::Device& device) : device_(device) {
+    if (!device.is_cpu()) {
+      for (int i = 0; i < kMarks; ++i) {
+        events_.emplace_back(device.type(), c10::EventFlag::BACKEND_DEFAULT);
+      }
+    }
   }
-}
+
+  void mark(int i) {
+    if (device_.is_cpu()) {
+      host_[i] = Clock::now();
+    } else {
+      events_[i].record(
+          c10::impl::getDeviceGuardImpl(device_.type())->getStream(device_));
+    }
+  }
+
+  // Waits for the work before the last mark; then the microseconds between
+  // marks i and i + 1.
+  void wait() {
+    if (!device_.is_cpu()) events_[kMarks - 1].synchronize();
+  }
+  double us(int i) const {
+    return device_.is_cpu() ? microseconds(host_[i + 1] - host_[i])
+                            : 1000.0 * events_[i].elapsedTime(events_[i + 1]);
+  }
+
+ private:
+  c10::Device device_;
+  std::vector<c10::Event> events_;
+  Clock::time_point host_[kMarks];
+};
 
 // The first error, in rank order, with the rank named when its message
 // does not already (errors from tensor_parallel.h do).
@@ -81,6 +114,15 @@ struct TensorParallelRunner::State {
     if (++done == world()) finished.notify_all();
   }
 
+  // Hands every rank a call on `call_x` (undefined: the setup's round);
+  // the caller holds the mutex.
+  void post(const at::Tensor& call_x) {
+    x = call_x;
+    done = 0;
+    ++generation;
+    posted.notify_all();
+  }
+
   void wait_for_ranks(std::unique_lock<std::mutex>& lock) {
     finished.wait(lock, [&] { return done == world(); });
   }
@@ -90,6 +132,7 @@ struct TensorParallelRunner::State {
     c10::OptionalDeviceGuard guard;
     if (!device.is_cpu()) guard.reset_device(device);
     c10::intrusive_ptr<c10d::ProcessGroup> group;
+    PhaseClock clock(device);
     try {
       group = groups(rank);
       finish(rank, nullptr);
@@ -108,22 +151,34 @@ struct TensorParallelRunner::State {
         call_x = x;
       }
       try {
-        const auto start = Clock::now();
+        if (!call_x.defined()) {
+          // The setup's round: one all-reduce, on which NCCL makes its
+          // communicators.
+          auto probe = at::zeros({1}, at::TensorOptions().device(device));
+          sum_partials(probe, group);
+          clock.mark(PhaseClock::kMarks - 1);
+          clock.wait();
+          finish(rank, nullptr);
+          continue;
+        }
+        clock.mark(0);
         const HeadRange heads = shard_heads(R, world(), rank);
         const auto x_shard =
             call_x.narrow(0, heads.begin, heads.size()).to(device);
         at::Tensor out =
             partial_gather_linear(x_shard, weight_shards[rank],
                                   rank == 0 ? bias : std::nullopt, rank);
-        synchronize(device);
-        const auto partial_done = Clock::now();
+        clock.mark(1);
         sum_partials(out, group);
-        synchronize(device);
-        const auto summed = Clock::now();
-        RankTime& t = times[rank];
-        t.partial_us += microseconds(partial_done - start);
-        t.all_reduce_us += microseconds(summed - partial_done);
-        ++t.calls;
+        clock.mark(2);
+        clock.wait();
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          RankTime& t = times[rank];
+          t.partial_us += clock.us(0);
+          t.all_reduce_us += clock.us(1);
+          ++t.calls;
+        }
         results[rank] = std::move(out);
         finish(rank, nullptr);
       } catch (...) {
@@ -173,14 +228,18 @@ TensorParallelRunner::TensorParallelRunner(
   for (int rank = 0; rank < world; ++rank) {
     s.threads.emplace_back([&s, rank] { s.serve(rank); });
   }
-  std::unique_lock<std::mutex> lock(s.mutex);
-  s.wait_for_ranks(lock);
-  for (const auto& e : s.errors) {
-    if (!e) continue;
-    lock.unlock();
-    const auto errors = s.errors;
-    s.stop();
-    rethrow_first(errors);
+  // Once every group is made, the setup's all-reduce (run() with no x).
+  for (const bool groups_made : {false, true}) {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    if (groups_made) s.post(at::Tensor());
+    s.wait_for_ranks(lock);
+    for (const auto& e : s.errors) {
+      if (!e) continue;
+      lock.unlock();
+      const auto errors = s.errors;
+      s.stop();
+      rethrow_first(errors);
+    }
   }
 }
 
@@ -194,16 +253,18 @@ at::Tensor TensorParallelRunner::operator()(const at::Tensor& x) {
               "tensor parallel: x must be (R, B, H) = (", s.R, ", B, ", s.H,
               ") for the weight, got ", x.sizes());
   std::unique_lock<std::mutex> lock(s.mutex);
-  s.x = x;
-  s.done = 0;
-  ++s.generation;
-  s.posted.notify_all();
+  s.post(x);
   s.wait_for_ranks(lock);
   s.x = at::Tensor();
   for (const auto& e : s.errors) {
     if (e) rethrow_first(s.errors);
   }
   return s.results[0];
+}
+
+void TensorParallelRunner::reset_rank_times() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  for (auto& t : state_->times) t = RankTime{t.rank, t.device};
 }
 
 std::vector<RankTime> TensorParallelRunner::rank_times() const {

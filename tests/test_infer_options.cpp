@@ -95,44 +95,27 @@ TEST(InferOptions, AcceptsTheNamesPyTorchUsersType) {
 }
 
 TEST(InferOptions, ParsesEverything) {
-  const auto o = parse({"--input",
-                        "x.pt",
-                        "--weights",
-                        "w.pt",
-                        "--weights-prefix",
-                        "enc",
-                        "--output",
-                        "y.pt",
-                        "--batch-size",
-                        "7",
-                        "--atol",
-                        "0.5",
-                        "--device",
-                        "cuda:1",
-                        "--dtype",
-                        "bfloat16",
-                        "--warmup",
-                        "2",
-                        "--iters",
-                        "9",
-                        "--json",
-                        "--log-level",
-                        "debug",
-                        "--device",
-                        "cuda",
-                        "--tensor-parallel",
-                        "2"})
-                     .options;
+  const auto o =
+      parse({"--input",          "x.pt",        "--weights", "w.pt",
+             "--weights-prefix", "enc",         "--output",  "y.pt",
+             "--batch-size",     "7",           "--atol",    "0.5",
+             "--device",         "cuda:1",      "--dtype",   "bfloat16",
+             "--warmup",         "2",           "--iters",   "9",
+             "--json",           "--log-level", "debug"})
+          .options;
   EXPECT_EQ(o.weights_prefix, "enc");
   EXPECT_EQ(o.batch_size, 7);
   EXPECT_EQ(o.atol.value_or(-1), 0.5);
   EXPECT_FALSE(o.rtol.has_value());
-  EXPECT_EQ(o.device, c10::Device(c10::kCUDA));
-  EXPECT_EQ(o.tensor_parallel, 2);
+  EXPECT_EQ(o.device, c10::Device(c10::kCUDA, 1));
   EXPECT_EQ(o.dtype, c10::kBFloat16);
   EXPECT_EQ(o.log_level, log::Level::kDebug);
   EXPECT_EQ(o.iters, 9);
   EXPECT_TRUE(o.json);
+  EXPECT_EQ(o.tensor_parallel, 0);
+  EXPECT_EQ(parse({"--tensor-parallel", "2", "--device", "cuda"})
+                .options.tensor_parallel,
+            2);
 }
 
 TEST(InferOptions, HelpAndVersion) {

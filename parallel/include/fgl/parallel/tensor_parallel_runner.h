@@ -22,8 +22,9 @@ namespace fgl {
 using GroupFactory =
     std::function<c10::intrusive_ptr<c10d::ProcessGroup>(int rank)>;
 
-/// Mean time a rank spent per call since the runner started: its partial
-/// product and its all-reduce, each until complete on its device.
+/// Mean time a rank spent per call since the runner started (or
+/// reset_rank_times): its partial product (x's shard moved to its device
+/// included) and its all-reduce, as its device ran them.
 struct RankTime {
   int rank = 0;
   c10::Device device = c10::Device(c10::kCPU);
@@ -35,8 +36,9 @@ struct RankTime {
 class TensorParallelRunner {
  public:
   /// Rank p runs on devices[p]. weight (K, R*H) and bias (K) are sharded and
-  /// copied to the ranks' devices now; R must be at least devices.size().
-  /// Throws c10::Error naming the rank whose setup failed.
+  /// copied to the ranks' devices now, and the groups run one all-reduce
+  /// (NCCL makes its communicators on the first); R must be at least
+  /// devices.size(). Throws c10::Error naming the rank whose setup failed.
   TensorParallelRunner(std::vector<c10::Device> devices, GroupFactory groups,
                        const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, int64_t H);
@@ -52,6 +54,7 @@ class TensorParallelRunner {
   at::Tensor operator()(const at::Tensor& x);
 
   std::vector<RankTime> rank_times() const;
+  void reset_rank_times();
 
  private:
   struct State;
