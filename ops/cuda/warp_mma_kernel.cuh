@@ -1,5 +1,6 @@
-// The decode kernel of fgl::gather_linear for 16-bit types: warps own 16
-// output columns and multiply on the tensor cores (mma.sync m16n8k16)
+// The decode kernel of fgl::gather_linear for 16-bit types and float32:
+// warps own 16 output columns and multiply on the tensor cores (mma.sync
+// m16n8k16; for float32 three m16n8k8 TF32 products, see mma() below)
 // straight from registers, with no shared-memory staging, copy engine or
 // pipeline to set up.
 //
@@ -10,13 +11,15 @@
 // the registers hold it: lane (g, t) = (lane / 4, lane % 4) loads weight
 // rows k0 + g and k0 + g + 8 and x row g at c + 8t; the first mma takes the
 // first two 32-bit words of each vector as its k = 2t, 2t+1 and 2t+8, 2t+9,
-// the second mma the last two. Every load is a coalesced 16-byte vector,
-// and the fragment layouts need no shuffle.
+// the second mma the last two. float32 is alike with 4 values a vector: a
+// chunk of 16, each mma's k = t and t + 4. Every load is a coalesced
+// 16-byte vector, and the fragment layouts need no shuffle.
 //
 // Warps of a block split a group's contraction and add their partial tiles
 // in split order through shared memory: the same inputs give the same bits.
 //
-// Requires (kernel_choice.h's plan_warp_mma checks it): sm_80 or later,
+// Requires (kernel_choice.h's plan_warp_mma checks it): sm_80 or later
+// (sm_90 for float32),
 // x and the weight load as 16-byte vectors and R*H below 2^30.
 #pragma once
 
