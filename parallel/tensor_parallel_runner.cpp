@@ -100,7 +100,7 @@ struct TensorParallelRunner::State {
   bool stopping = false;
   at::Tensor x;                            // the call's input
   int done = 0;                            // ranks done with the call
-  std::vector<at::Tensor> results;         // each rank's summed output
+  at::Tensor result;                       // rank 0's sum, until returned
   std::vector<std::exception_ptr> errors;  // per rank, this call or setup
   std::vector<RankTime> times;             // sums; divided when read
   std::vector<std::thread> threads;
@@ -179,7 +179,7 @@ struct TensorParallelRunner::State {
           t.all_reduce_us += clock.us(1);
           ++t.calls;
         }
-        results[rank] = std::move(out);
+        if (rank == 0) result = std::move(out);
         finish(rank, nullptr);
       } catch (...) {
         finish(rank, std::current_exception());
@@ -222,7 +222,6 @@ TensorParallelRunner::TensorParallelRunner(
     s.times.push_back(RankTime{rank, s.devices[rank]});
   }
   if (bias) s.bias = bias->to(s.devices[0]);
-  s.results.resize(world);
   s.errors.resize(world);
   // Every rank makes its group at once, on its own thread.
   for (int rank = 0; rank < world; ++rank) {
@@ -259,7 +258,7 @@ at::Tensor TensorParallelRunner::operator()(const at::Tensor& x) {
   for (const auto& e : s.errors) {
     if (e) rethrow_first(s.errors);
   }
-  return s.results[0];
+  return std::move(s.result);
 }
 
 void TensorParallelRunner::reset_rank_times() {
