@@ -163,6 +163,22 @@ TEST(WarpMmaKernel, NanAndInfPropagateAsInTheReference) {
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWarpMma);
 }
 
+TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmma);
+}
+
+// The Hopper tensor-core kernel's tiles: a persistent block taking several
+// tiles in turn (more tiles than multiprocessors), rows and columns past B
+// and K in the last tiles, a long contraction over many stages, and H not a
+// multiple of the stage's width; float32 through its three TF32 products.
+TEST(TensorCoreKernel, IsExactAndDeterministic) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  expect_exact_and_deterministic(
+      cuda::Route::kWgmma,
+      {{32, 300, 128, 520}, {3, 2100, 40, 2000}, {1, 130, 128, 257}});
+}
+
 // Allows TF32 in float32 matmuls (at::globalContext()) while it lives.
 class ScopedTf32 {
  public:
@@ -194,11 +210,12 @@ bool runs_tensor_core_kernel() {
 #endif
 }
 
-// float32 takes the Hopper tensor-core kernel only where the user allowed
-// TF32: then it computes the float64 sum of the TF32-rounded operands to
-// about float32 accuracy; otherwise it stays float32-accurate. The shapes cover
-// an H that is not a multiple of the 32-wide K-tile, out rows the copy
-// engine cannot store (K odd) and several tiles.
+// float32 on the Hopper tensor-core kernel multiplies as TF32 only where the
+// user allowed TF32: then it computes the float64 sum of the TF32-rounded
+// operands to about float32 accuracy; otherwise (three TF32 products) it
+// stays float32-accurate. The shapes cover an H that is not a multiple of
+// the 32-wide K-tile, out rows the copy engine cannot store (K odd) and
+// several tiles.
 TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const at::Device dev(at::kCUDA, 0);

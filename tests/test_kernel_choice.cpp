@@ -333,13 +333,14 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   auto ampere = p;
   ampere.arch = 80;
   EXPECT_FALSE(can_run_wgmma(ampere));
-  // float32 multiplies as TF32 there: only where the user allowed TF32.
+  // float32 in one TF32 pass or three TF32 products; float64 not at all.
   for (int e : {4, 8}) {
-    auto wide = p;
-    wide.element_size = e;
-    EXPECT_FALSE(can_run_wgmma(wide));
-    wide.tf32_allowed = true;
-    EXPECT_EQ(can_run_wgmma(wide), e == 4);
+    for (bool tf32 : {false, true}) {
+      auto wide = p;
+      wide.element_size = e;
+      wide.tf32_allowed = tf32;
+      EXPECT_EQ(can_run_wgmma(wide), e == 4);
+    }
   }
   auto strided = p;
   strided.x_tma_ok = false;
@@ -365,7 +366,7 @@ Problem h200_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
   return p;
 }
 
-TEST(KernelChoice, ManyTilesOfHalfTypesTakeTheTensorCoreKernel) {
+TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // Prefill, many rows with a small K, and medium problems of 256 tiles
   // and more whose weight stays in L2.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
@@ -377,11 +378,14 @@ TEST(KernelChoice, ManyTilesOfHalfTypesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 2)),
             Route::kCublasCat);
-  // float32 and float64 keep cuBLAS, float32 also where TF32 is allowed
-  // (the kernel's TF32 instance lost there); so do builds without the
-  // kernel.
-  EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 4)),
-            Route::kCublasCat);
+  // float32 through three TF32 products from 128 of its 128 x 128 tiles,
+  // whatever the weight; cuBLAS keeps fewer tiles, float32 where TF32 is
+  // allowed (the kernel's TF32 instance lost there) and float64; so do
+  // builds without the kernel.
+  EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 4)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 4)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 4)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(4, 1024, 64, 256, 4)), Route::kCublasCat);
   Problem tf32 = h200_wgmma(32, 4096, 128, 4096, 4);
   tf32.tf32_allowed = true;
   EXPECT_EQ(choose_route(tf32), Route::kCublasCat);

@@ -44,10 +44,12 @@ cudaError_t launch_tiled(const GatherLinearParams<T>& params,
                          cudaStream_t stream);
 
 /// Enqueues the Hopper tensor-core kernel (wgmma_kernel.cuh; sm_90a, built
-/// where CUTLASS is found) on `stream`; T is __half, __nv_bfloat16 or float
-/// (multiplied as TF32) and the problem passes can_run_wgmma().
+/// where CUTLASS is found) on `stream`; T is __half,
+/// __nv_bfloat16 or float (one TF32 pass where `tf32_allowed`, else three
+/// TF32 products at float32 accuracy) and the problem passes
+/// can_run_wgmma().
 template <typename T>
-cudaError_t launch_wgmma(const GatherLinearParams<T>& params,
+cudaError_t launch_wgmma(const GatherLinearParams<T>& params, bool tf32_allowed,
                          cudaStream_t stream);
 
 /// The largest K one tiled launch covers (its grid's y dimension is K tiles).

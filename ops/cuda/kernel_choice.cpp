@@ -64,15 +64,21 @@ constexpr int64_t kMaxWarpMmaRowsFloat = 128;
 constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
 constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
 constexpr int64_t kWarpMmaLongContraction = 4096;
-// The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh).
+// The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh):
+// 128 x 256, or 128 x 128 for float32's three-product split.
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
+constexpr int64_t kWgmmaSplitTileCols = 128;
 // Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
 // enough for two per multiprocessor (fewer leave most of them idle for a
 // long contraction), and a weight that stays in L2 while the tiles in
 // flight, spread along K, read it.
 constexpr int64_t kMinWgmmaTiles = 256;
 constexpr int64_t kMaxWgmmaWeightBytes = int64_t{32} << 20;
+// float32's three-product instance ("v18") beat cat + cuBLAS's SIMT GEMM
+// 1.85-2.2x from 128 of its tiles on (every weight measured, to 128 MiB),
+// and lost with 16 tiles over a short contraction (4,1024,64,256).
+constexpr int64_t kMinWgmmaSplitTiles = 128;
 // A cluster's reduction costs about as much as streaming this many stages.
 constexpr int64_t kClusterCostStages = 4;
 
@@ -137,13 +143,19 @@ bool warp_mma_wins(const Problem& p) {
 
 // Tiles of out the Hopper tensor-core kernel covers `p` with.
 int64_t wgmma_tiles(const Problem& p) {
-  return ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, kWgmmaTileCols);
+  const bool split = p.element_size == 4 && !p.tf32_allowed;
+  return ceil_div(p.B, kWgmmaTileRows) *
+         ceil_div(p.K, split ? kWgmmaSplitTileCols : kWgmmaTileCols);
 }
 
 // The measured table's verdict for the Hopper tensor-core kernel: half
-// types only, as its TF32 instance lost to cat + cuBLAS under TF32 at every
-// size measured (bench/NOTES.md, "v15").
+// types, and float32 through its three TF32 products; not float32 where TF32
+// is allowed (its one-pass instance lost to cat + cuBLAS under TF32 at every
+// size measured, bench/NOTES.md "v15").
 bool wgmma_wins(const Problem& p) {
+  if (p.element_size == 4) {
+    return !p.tf32_allowed && wgmma_tiles(p) >= kMinWgmmaSplitTiles;
+  }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K * p.R * p.H * p.element_size <= kMaxWgmmaWeightBytes;
 }
@@ -324,8 +336,7 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
 bool can_run_wgmma(const Problem& p) {
   // The kernel counts rows, columns and tiles in 32-bit ints.
   const int64_t C = p.R * p.H;
-  const bool tensor_core_type =
-      p.element_size == 2 || (p.element_size == 4 && p.tf32_allowed);
+  const bool tensor_core_type = p.element_size == 2 || p.element_size == 4;
   return p.wgmma_built && p.arch == kMeasuredArch && tensor_core_type &&
          p.x_tma_ok && p.weight_tma_ok && p.B > 0 && p.K > 0 && C > 0 &&
          p.B <= INT32_MAX - kWgmmaTileRows &&

@@ -100,7 +100,7 @@ struct WarpMmaPlan {
 std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p);
 
 /// Whether the Hopper tensor-core kernel can take `p`: built, sm_90,
-/// float16, bfloat16, or float32 where TF32 is allowed, x and the weight
+/// float16, bfloat16 or float32, x and the weight
 /// readable by the copy engine, and every size (and the tiles of out) below
 /// 2^31.
 bool can_run_wgmma(const Problem& p);

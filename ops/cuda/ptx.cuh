@@ -1,5 +1,6 @@
-// Thin wrappers over the instructions the streaming kernel uses: mbarriers,
-// bulk tensor copies (TMA), cp.async, ldmatrix and mma.sync. Each is one PTX
+// Thin wrappers over the instructions the fused kernels use: mbarriers,
+// bulk tensor copies (TMA), cp.async, shared-memory vectors, ldmatrix and
+// mma.sync. Each is one PTX
 // instruction; callers guard their use with __CUDA_ARCH__ >= 900.
 #pragma once
 
@@ -94,6 +95,25 @@ __device__ __forceinline__ void cp_async_wait_all() {
 __device__ __forceinline__ void named_barrier_sync(uint32_t id,
                                                    uint32_t threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// 4 and 16 bytes of shared memory at `addr` (smem_addr), loaded and stored.
+__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {

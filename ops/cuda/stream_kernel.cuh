@@ -33,6 +33,7 @@
 #include "numeric.cuh"
 #include "ptx.cuh"
 #include "stream_layout.h"
+#include "tf32_split.cuh"
 
 namespace fgl::cuda::stream {
 
@@ -84,23 +85,6 @@ __device__ void load_slab(const GatherLinearParams<T>& p, T* slab,
 #pragma unroll
     for (int b = 0; b < kRows; ++b) slab[b * l.slab_pitch + j] = v[b];
   }
-}
-
-// float32 on the TF32 tensor cores at float32 accuracy ("3xTF32"): v = big +
-// small, both rounded to TF32, small the remainder v - big; a * b is taken
-// as a.small * b.big + a.big * b.small + a.big * b.big, the dropped
-// small * small below float32's rounding. An Inf among the inputs makes the
-// remainder Inf - Inf = NaN, so every output it reaches comes out NaN; the
-// epilogue recomputes NaN outputs on the CUDA cores (recompute_float32),
-// where Inf and NaN propagate as in the reference.
-struct Tf32Split {
-  uint32_t big, small;
-};
-
-__device__ __forceinline__ Tf32Split split_tf32(uint32_t bits) {
-  const float v = __uint_as_float(bits);
-  const uint32_t big = ptx::cvt_rn_tf32(v);
-  return {big, ptx::cvt_rn_tf32(v - __uint_as_float(big))};
 }
 
 // One 32-byte step along c of a 16-row weight fragment `a` times an 8-row x
@@ -278,19 +262,6 @@ template <typename T, int kRows>
 using Math = std::conditional_t<uses_tensor_cores(sizeof(T), kRows),
                                 MmaMath<T, kRows>, SimtMath<T, kRows>>;
 
-// out[b][k] of a float32 problem on the CUDA cores, summed in c order: the
-// epilogue's path for outputs the TF32 products left NaN (split_tf32).
-__device__ float recompute_float32(const GatherLinearParams<float>& p,
-                                   int64_t b, int64_t k) {
-  float v = 0;
-  for (int64_t r = 0; r < p.R; ++r) {
-    const float* x = p.x + r * p.x_stride_r + b * p.x_stride_b;
-    const float* w = p.weight + k * p.weight_stride_k + r * p.H;
-    for (int64_t h = 0; h < p.H; ++h) v += x[h * p.x_stride_h] * w[h];
-  }
-  return v;
-}
-
 template <typename T, int kRows>
 __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
                                                                 kRows)),
@@ -425,7 +396,7 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
     const int64_t k = k0 + e % kCols;
     if (b < p.B && k < p.K) {
       if constexpr (std::is_same_v<T, float> && uses_tensor_cores(4, kRows)) {
-        if (isnan(v)) v = recompute_float32(p, b, k);
+        if (isnan(v)) v = dot_in_order(p, b, k);
       }
       p.out[b * p.out_stride_b + k * p.out_stride_k] =
           from_acc<T>(v + bias[e % kCols]);

@@ -29,6 +29,7 @@
 #include "gather_linear_params.h"
 #include "numeric.cuh"
 #include "ptx.cuh"
+#include "tf32_split.cuh"
 #include "warp_mma_layout.h"
 
 namespace fgl::cuda::warp_mma {
@@ -61,38 +62,20 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4],
                                     uint32_t b0, uint32_t b1) {
   if constexpr (std::is_same_v<T, float>) {
 #if __CUDA_ARCH__ >= 900  // cvt.rn.tf32; plan_warp_mma asks sm_90 for float32
-    uint32_t a_big[4], a_small[4], b_big[2], b_small[2];
-    const auto split = [](uint32_t v, uint32_t& big, uint32_t& small) {
-      big = ptx::cvt_rn_tf32(__uint_as_float(v));
-      small = ptx::cvt_rn_tf32(__uint_as_float(v) - __uint_as_float(big));
-    };
+    uint32_t a_big[4], a_small[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) split(a[i], a_big[i], a_small[i]);
-    split(b0, b_big[0], b_small[0]);
-    split(b1, b_big[1], b_small[1]);
-    ptx::mma_m16n8k8_tf32(d, a_small, b_big[0], b_big[1]);
-    ptx::mma_m16n8k8_tf32(d, a_big, b_small[0], b_small[1]);
-    ptx::mma_m16n8k8_tf32(d, a_big, b_big[0], b_big[1]);
+    for (int i = 0; i < 4; ++i) {
+      const Tf32Split s = split_tf32(a[i]);
+      a_big[i] = s.big, a_small[i] = s.small;
+    }
+    const Tf32Split b_0 = split_tf32(b0), b_1 = split_tf32(b1);
+    ptx::mma_m16n8k8_tf32(d, a_small, b_0.big, b_1.big);
+    ptx::mma_m16n8k8_tf32(d, a_big, b_0.small, b_1.small);
+    ptx::mma_m16n8k8_tf32(d, a_big, b_0.big, b_1.big);
 #endif
   } else {
     ptx::mma_m16n8k16<T>(d, a, b0, b1);
   }
-}
-
-// Output (b, k) summed on the CUDA cores in contraction order: float32's
-// split turns an infinite operand into NaN (Inf - Inf in its remainder), so
-// NaN outputs are summed again as the reference sums them.
-template <typename T>
-__device__ float dot_in_order(const GatherLinearParams<T>& p, int64_t b,
-                              int64_t k) {
-  float sum = 0.0f;
-  for (int64_t r = 0; r < p.R; ++r) {
-    const T* x = p.x + r * p.x_stride_r + b * p.x_stride_b;
-    const T* w = p.weight + k * p.weight_stride_k + r * p.H;
-    for (int64_t h = 0; h < p.H; ++h)
-      sum = fmaf(to_acc(x[h]), to_acc(w[h]), sum);
-  }
-  return sum;
 }
 
 // Grid: x = groups of output columns (kColumns each, blockDim / 32 / splits

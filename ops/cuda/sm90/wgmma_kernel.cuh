@@ -9,15 +9,19 @@
 // W[:, r*H : (r+1)*H] where they lie, zero-filling past B, K and H, so an H
 // that is not a multiple of the K-tile (64 halves, 32 floats) costs zeros
 // multiplied, not a second path. The contraction walks the (h-tile, r)
-// pairs in order. float16 and bfloat16 multiply as they are, float32 as
-// TF32 (only where the user allowed TF32).
+// pairs in order. float16 and bfloat16 multiply as they are; float32 as
+// TF32 where the user allowed TF32, else at float32 accuracy as three TF32
+// products (tf32_split.cuh): the copy engine loads float32 as it is and the
+// consumers split each stage in shared memory, the big parts in place and
+// the remainders beside them.
 //
 // A persistent block per multiprocessor takes 128 x 256 tiles of out in
-// turn: a producer warp group issues the copies into a ring of kStages
+// turn (128 x 128 for float32's split, whose two register sets need the
+// room): a producer warp group issues the copies into a ring of kStages
 // stages (an mbarrier pipeline), two consumer warp groups multiply with
-// wgmma (64 x 256 each, float32 accumulators), add the bias in float32,
-// round once to T and hand the tile back through shared memory to TMA
-// stores, while the producer already fills the next tile's stages.
+// wgmma (64 x 256 or 64 x 128 each, float32 accumulators), add the bias in
+// float32, round once to T and hand the tile back through shared memory to
+// TMA stores, while the producer already fills the next tile's stages.
 #pragma once
 
 #include <cutlass/arch/barrier.h>
@@ -29,6 +33,7 @@
 
 #include "gather_linear_params.h"
 #include "numeric.cuh"
+#include "tf32_split.cuh"
 
 namespace fgl::cuda::wgmma {
 
@@ -36,8 +41,8 @@ using namespace cute;
 
 // What the copy engine loads and wgmma multiplies (Operand), what out holds
 // (Out), in CuTe's names, and two adjacent columns of out stored as one
-// (Pair). float32 multiplies as TF32, which runs only where the user allowed
-// TF32 (kernel_choice.h): the copy engine rounds it to TF32 on the way into
+// (Pair). float32 multiplies as TF32: in one pass (where the user allowed
+// TF32, kernel_choice.h) the copy engine rounds it to TF32 on the way into
 // shared memory, as CUTLASS's TF32 GEMMs have it do.
 template <typename T>
 struct Types;
@@ -61,16 +66,25 @@ struct Types<float> {
 };
 
 inline constexpr int kBM = 128;  // rows of B per block
-inline constexpr int kBN = 256;  // output columns per block
 inline constexpr int kStages = 4;
 inline constexpr int kChunkRows = 64;         // out goes back in 64-row pieces
 inline constexpr int kConsumerThreads = 256;  // two warp groups
 inline constexpr int kThreads = 128 + kConsumerThreads;
 
-template <typename T>
+/// kSplit: float32 as three TF32 products of split values (float32
+/// accuracy) instead of one TF32 pass.
+template <typename T, bool kSplit = false>
 struct Config {
+  static_assert(!kSplit || std::is_same_v<T, float>, "a float32 instance");
+  static constexpr bool kSplitTf32 = kSplit;
   using Element = typename Types<T>::Operand;
+  // What the copy engine loads: the operand, or float32 to be split.
+  using Loaded = std::conditional_t<kSplit, float, Element>;
   using Out = typename Types<T>::Out;
+  // Output columns per block. The split sums each stage in fresh registers
+  // added to the tile's total with rounded adds (the tensor cores truncate
+  // their sums, bench/NOTES.md v9): two accumulator sets a thread.
+  static constexpr int kBN = kSplit ? 128 : 256;
   // Contraction per stage and columns per piece of out: 128-byte rows, the
   // width of the swizzle.
   static constexpr int kBK = 128 / sizeof(Element);
@@ -85,11 +99,23 @@ struct Config {
   using SmemLayoutB = decltype(tile_to_shape(
       GMMA::Layout_K_SW128_Atom<Element>{},
       make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{})));
-  // Each consumer warp group owns 64 of the block's 128 rows.
+  // The weight's remainders, two stages of them: one is written while the
+  // tensor cores read the other.
+  using SmemLayoutSmallB =
+      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
+                             make_shape(Int<kBN>{}, Int<kBK>{}, Int<2>{})));
+  // Each consumer warp group owns 64 of the block's 128 rows. The split
+  // takes x from registers (split there), so that the tensor cores read only
+  // the weight from shared memory, whose bandwidth the three products and
+  // the split share.
+  using MmaShape = Shape<Int<64>, Int<kBN>, Int<kBK>>;
   using TiledMma = decltype(make_tiled_mma(
-      GMMA::ss_op_selector<Element, Element, float,
-                           Shape<Int<64>, Int<kBN>, Int<kBK>>, GMMA::Major::K,
-                           GMMA::Major::K>(),
+      std::conditional_t<
+          kSplit,
+          decltype(GMMA::rs_op_selector<Element, Element, float, MmaShape,
+                                        GMMA::Major::K, GMMA::Major::K>()),
+          decltype(GMMA::ss_op_selector<Element, Element, float, MmaShape,
+                                        GMMA::Major::K, GMMA::Major::K>())>{},
       Layout<Shape<_2, _1, _1>>{}));
   // One consumer warp group's 64-row piece of out on its way to the copy
   // engine, swizzled like the operands (conflict-free pair stores).
@@ -99,6 +125,15 @@ struct Config {
   using TileC = Shape<Int<kChunkRows>, Int<kChunkCols>>;
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
   static constexpr uint32_t kStageBytes = (kBM + kBN) * kBK * sizeof(Element);
+};
+
+// The weight's remainders (none without the split).
+template <typename Cfg, bool = Cfg::kSplitTf32>
+struct SmallParts {};
+template <typename Cfg>
+struct SmallParts<Cfg, true> {
+  alignas(1024) ArrayEngine<typename Cfg::Element,
+                            cosize_v<typename Cfg::SmemLayoutSmallB>> b;
 };
 
 template <typename Cfg>
@@ -111,23 +146,23 @@ struct SharedStorage {
   // copy engine reads the other.
   alignas(1024) ArrayEngine<typename Cfg::Out,
                             cosize_v<typename Cfg::SmemLayoutC>> c[2][2];
-  float bias[2][kBN];  // each consumer warp group's copy of the tile's bias
+  SmallParts<Cfg> small;
+  float bias[2][Cfg::kBN];  // each consumer warp group's copy of the bias
   typename Cfg::Pipeline::SharedStorage pipeline;
 };
 
-// The tensors the copy engine is described over (host and device agree).
-template <typename T>
+// The tensors the copy engine is described over (host and device agree), of
+// the element type E it loads.
+template <typename E, typename T>
 CUTE_HOST_DEVICE auto x_tensor(const GatherLinearParams<T>& p) {
-  using E = typename Config<T>::Element;
   return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.x)),
                      make_shape(static_cast<int>(p.B), static_cast<int>(p.H),
                                 static_cast<int>(p.R)),
                      make_stride(p.x_stride_b, Int<1>{}, p.x_stride_r));
 }
 
-template <typename T>
+template <typename E, typename T>
 CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
-  using E = typename Config<T>::Element;
   return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.weight)),
                      make_shape(static_cast<int>(p.K), static_cast<int>(p.H),
                                 static_cast<int>(p.R)),
@@ -136,7 +171,7 @@ CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
 
 template <typename T>
 CUTE_HOST_DEVICE auto out_tensor(const GatherLinearParams<T>& p) {
-  using E = typename Config<T>::Out;
+  using E = typename Types<T>::Out;
   return make_tensor(make_gmem_ptr(reinterpret_cast<E*>(p.out)),
                      make_shape(static_cast<int>(p.B), static_cast<int>(p.K)),
                      make_stride(p.out_stride_b, Int<1>{}));
@@ -157,10 +192,23 @@ struct NoTmaStore {};
 template <typename T>
 using Pair = typename Types<T>::Pair;
 
+// The sum of out[m][n] without the bias: the tile's accumulator, or where
+// float32's split left it NaN (an infinite operand), the sum in contraction
+// order.
+template <bool kSplit, typename T>
+__device__ __forceinline__ float settled(float sum,
+                                         const GatherLinearParams<T>& p, int m,
+                                         int n) {
+  if constexpr (kSplit) {
+    if (isnan(sum) && m < p.B && n < p.K) return dot_in_order(p, m, n);
+  }
+  return sum;
+}
+
 // Adds the bias, rounds once and stores the block's accumulators where out
 // is not the copy engine's; pairs of adjacent columns go out as one
 // 4-byte store where out allows it.
-template <typename T, typename Accum, typename Coords>
+template <bool kSplit, typename T, typename Accum, typename Coords>
 __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
                                            const Accum& accum,
                                            const Coords& coords) {
@@ -171,7 +219,8 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
     const int m = get<0>(coords(i));
     const int n = get<1>(coords(i));
     if (m >= p.B) continue;
-    float v0 = accum(i), v1 = accum(i + 1);
+    float v0 = settled<kSplit>(accum(i), p, m, n);
+    float v1 = settled<kSplit>(accum(i + 1), p, m, n + 1);
     if (p.bias != nullptr) {
       v0 += to_acc(p.bias[n * p.bias_stride]);
       if (n + 1 < p.K) v1 += to_acc(p.bias[(n + 1) * p.bias_stride]);
@@ -189,22 +238,22 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
   }
 }
 
-// Hands a consumer warp group's 64 x 256 share of the tile to the copy
-// engine in 128-byte wide pieces through two alternating buffers; rows past
-// B and columns past K are clipped by the copy engine.
-template <typename T, typename TmaC, typename Accum, typename Buffers>
+// Hands a consumer warp group's 64-row share of the tile to the copy engine
+// in 128-byte wide pieces through two alternating buffers; rows past B and
+// columns past K are clipped by the copy engine.
+template <typename Cfg, typename T, typename TmaC, typename Accum,
+          typename Buffers>
 __device__ __forceinline__ void store_pieces(
     const TmaC& tma_c, const GatherLinearParams<T>& p, const Accum& accum,
     Buffers& buffers, const float* bias, int m_block, int n_block, int consumer,
     int& pieces) {
-  using Cfg = Config<T>;
   const int group = consumer / 128, thread = consumer % 128;
   const int warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
   const uint32_t barrier = 1 + group;  // 0 is __syncthreads'
   Tensor mC = tma_c.get_tma_tensor(shape(out_tensor(p)));
-  CUTE_UNROLL
   constexpr int kCols = Cfg::kChunkCols;
-  for (int piece = 0; piece < kBN / kCols; ++piece, ++pieces) {
+  CUTE_UNROLL
+  for (int piece = 0; piece < Cfg::kBN / kCols; ++piece, ++pieces) {
     auto& buffer = buffers[pieces % 2];
     Tensor sC =
         make_tensor(make_smem_ptr(buffer.begin()), typename Cfg::SmemLayoutC{});
@@ -218,21 +267,25 @@ __device__ __forceinline__ void store_pieces(
       CUTE_UNROLL
       for (int half = 0; half < 2; ++half) {
         const int i = 4 * (piece * kCols / 8 + j) + 2 * half;
+        const int row = 16 * warp + g + 8 * half;
         const int column = 8 * j + 2 * t;
+        const int m = (2 * m_block + group) * kChunkRows + row;
+        const int n = n_block * Cfg::kBN + piece * kCols + column;
         const float* b = bias + piece * kCols + column;
         Pair<T> pair;
-        pair.x = from_acc<T>(accum(i) + b[0]);
-        pair.y = from_acc<T>(accum(i + 1) + b[1]);
-        *reinterpret_cast<Pair<T>*>(
-            raw_pointer_cast(&sC(16 * warp + g + 8 * half, column))) = pair;
+        pair.x =
+            from_acc<T>(settled<Cfg::kSplitTf32>(accum(i), p, m, n) + b[0]);
+        pair.y = from_acc<T>(
+            settled<Cfg::kSplitTf32>(accum(i + 1), p, m, n + 1) + b[1]);
+        *reinterpret_cast<Pair<T>*>(raw_pointer_cast(&sC(row, column))) = pair;
       }
     }
     tma_store_fence();  // the stores above, visible to the copy engine
     cutlass::arch::NamedBarrier::sync(128, barrier);
     if (thread == 0) {
-      Tensor gC = local_tile(
-          mC, typename Cfg::TileC{},
-          make_coord(2 * m_block + group, n_block * (kBN / kCols) + piece));
+      Tensor gC = local_tile(mC, typename Cfg::TileC{},
+                             make_coord(2 * m_block + group,
+                                        n_block * (Cfg::kBN / kCols) + piece));
       auto [tCgC, tCsC] =
           tma_partition(tma_c, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sC),
                         group_modes<0, 2>(gC));
@@ -242,19 +295,51 @@ __device__ __forceinline__ void store_pieces(
   }
 }
 
+// Splits kCount float32 values of shared memory in place into their TF32
+// big parts, the TF32 remainders going to `small` at the same offsets. The
+// consumers share the work, each thread loading all of its vectors before
+// it stores any (the loads are in flight together); the caller fences and
+// synchronises before the tensor cores read the parts.
+template <int kCount>
+__device__ __forceinline__ void split_in_place(const void* values,
+                                               const void* small,
+                                               int consumer) {
+  constexpr int kVectors = kCount / 4 / kConsumerThreads;  // a thread's
+  static_assert(kCount == 4 * kConsumerThreads * kVectors, "whole vectors");
+  const uint32_t v = ptx::smem_addr(values) + 16 * consumer;
+  const uint32_t s = ptx::smem_addr(small) + 16 * consumer;
+  constexpr uint32_t kStride = 16 * kConsumerThreads;
+  uint4 in[kVectors];
+  CUTE_UNROLL
+  for (int i = 0; i < kVectors; ++i) in[i] = ptx::ld_shared_v4(v + kStride * i);
+  CUTE_UNROLL
+  for (int i = 0; i < kVectors; ++i) {
+    const Tf32Split x = split_tf32(in[i].x), y = split_tf32(in[i].y),
+                    z = split_tf32(in[i].z), w = split_tf32(in[i].w);
+    ptx::st_shared_v4(v + kStride * i, make_uint4(x.big, y.big, z.big, w.big));
+    ptx::st_shared_v4(s + kStride * i,
+                      make_uint4(x.small, y.small, z.small, w.small));
+  }
+}
+
+// The consumers' named barrier for the split stage (0 is __syncthreads',
+// 1 and 2 store_pieces').
+inline constexpr uint32_t kSplitBarrier = 3;
+
 /// Grid: persistent, at most one block per multiprocessor, each taking the
-/// 128 x 256 tiles of out in turn, columns fastest (the tiles in flight
+/// kBM x kBN tiles of out in turn, columns fastest (the tiles in flight
 /// share their x rows in L2). kThreads threads; dynamic shared memory
-/// sizeof(SharedStorage<Config<T>>).
-template <typename T, typename TmaA, typename TmaB, typename TmaC>
+/// sizeof(SharedStorage<Config<T, kSplit>>).
+template <typename T, bool kSplit, typename TmaA, typename TmaB, typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
                                const __grid_constant__ TmaB tma_b,
                                const __grid_constant__ TmaC tma_c,
                                const GatherLinearParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Cfg = Config<T>;
+  using Cfg = Config<T, kSplit>;
   using Pipeline = typename Cfg::Pipeline;
+  constexpr int kBN = Cfg::kBN;
   extern __shared__ char smem_raw[];
   auto& smem = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw);
 
@@ -285,8 +370,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<40>();
     if (threadIdx.x != 0) return;
-    Tensor mA = tma_a.get_tma_tensor(shape(x_tensor(p)));
-    Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor(p)));
+    using Loaded = typename Cfg::Loaded;
+    Tensor mA = tma_a.get_tma_tensor(shape(x_tensor<Loaded>(p)));
+    Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor<Loaded>(p)));
     auto state = cutlass::make_producer_start_state<Pipeline>();
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       // (BM, BK, h-tile, r) and (BN, BK, h-tile, r) of this tile.
@@ -321,7 +407,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   typename Cfg::TiledMma mma;
   const int consumer = threadIdx.x - 128;
   auto thr = mma.get_thread_slice(consumer);
-  Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));
   Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
   Tensor accum =
       partition_fragment_C(mma, Shape<Int<kBM>, Int<kBN>>{});  // float32
@@ -330,7 +415,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   cutlass::PipelineState<kStages> read;
   cutlass::PipelineState<kStages> release;
-  int pieces = 0;  // pieces of out this warp group has handed over
+  int pieces = 0;       // pieces of out this warp group has handed over
+  int split_steps = 0;  // stages split so far: which remainder buffer is next
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int m_block = tile / n_tiles, n_block = tile % n_tiles;
     Tensor coords = thr.partition_C(local_tile(
@@ -346,34 +432,117 @@ __global__ void __launch_bounds__(kThreads, 1)
                                            : 0.0f;
       }
     }
-    for (int step = 0; step < steps; ++step) {
-      pipeline.consumer_wait(read);
-      warpgroup_fence_operand(accum);
-      warpgroup_arrive();
-      gemm(mma, tCrA(_, _, _, read.index()), tCrB(_, _, _, read.index()),
-           accum);
-      warpgroup_commit_batch();
-      // The previous stage's multiplies are done once at most this one is
-      // in flight: its slot goes back to the producer.
-      warpgroup_wait<1>();
-      warpgroup_fence_operand(accum);
-      if (step > 0) {
-        pipeline.consumer_release(release);
-        ++release;
+    if constexpr (kSplit) {
+      // Each stage's weight is split in shared memory and its x in
+      // registers, then multiplied into fresh registers (`part`) that are
+      // added to the total once the tensor cores are done with them; the
+      // weight and the x of a stage are read while the tensor cores
+      // multiply the one before.
+      Tensor sSmallB = make_tensor(make_smem_ptr(smem.small.b.begin()),
+                                   typename Cfg::SmemLayoutSmallB{});
+      Tensor tCrSmallB = thr.make_fragment_B(thr.partition_B(sSmallB));
+      Tensor x_raw = thr.partition_fragment_A(sA(_, _, 0));  // (MMA, M, K)
+      Tensor x_big = make_fragment_like(x_raw);
+      Tensor x_small = make_fragment_like(x_raw);
+      // Where this thread's x values lie in each stage, in x_raw's order.
+      auto x_thread_copy =
+          make_tiled_copy_A(
+              Copy_Atom<UniversalCopy<uint32_t>, typename Cfg::Element>{}, mma)
+              .get_thread_slice(consumer);
+      Tensor x_from = x_thread_copy.partition_S(sA);  // (CPY, M, K, stage)
+      Tensor x_to = x_thread_copy.retile_D(x_raw);
+      Tensor part = make_fragment_like(accum);
+      for (int step = 0; step < steps; ++step, ++split_steps) {
+        const int slot = read.index(), half = split_steps % 2;
+        pipeline.consumer_wait(read);
+        // A stage is one contiguous block (tile_to_shape puts the stage
+        // mode outermost), split as a flat array.
+        constexpr int kStageB = kBN * Cfg::kBK;
+        static_assert(typename Cfg::SmemLayoutB{}(0, 0, 1) == kStageB &&
+                      cosize_v<typename Cfg::SmemLayoutB> == kStageB * kStages);
+        split_in_place<kStageB>(raw_pointer_cast(&sB(0, 0, slot)),
+                                raw_pointer_cast(&sSmallB(0, 0, half)),
+                                consumer);
+        // The parts, visible to the tensor cores (the async proxy).
+        cutlass::arch::fence_view_async_shared();
+        Tensor x_stage = x_from(_, _, _, slot);
+        CUTE_UNROLL
+        for (int i = 0; i < size(x_to); ++i) {
+          x_to(i) = Cfg::Element::bitcast(ptx::ld_shared_u32(
+              ptx::smem_addr(raw_pointer_cast(&x_stage(i)))));
+        }
+        if (step > 0) {
+          // The stage before multiplied: its slot goes back to the
+          // producer, its x registers are free, and once both warp groups
+          // pass the barrier below, its remainders too.
+          warpgroup_wait<0>();
+          warpgroup_fence_operand(part);
+          warpgroup_fence_operand(x_big);
+          warpgroup_fence_operand(x_small);
+          pipeline.consumer_release(release);
+          ++release;
+          CUTE_UNROLL
+          for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
+        }
+        CUTE_UNROLL
+        for (int i = 0; i < size(x_raw); ++i) {
+          const Tf32Split v = split_tf32(x_raw(i).raw());
+          x_big(i) = Cfg::Element::bitcast(v.big);
+          x_small(i) = Cfg::Element::bitcast(v.small);
+        }
+        cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
+        warpgroup_fence_operand(x_big);
+        warpgroup_fence_operand(x_small);
+        warpgroup_fence_operand(part);
+        warpgroup_arrive();
+        mma.accumulate_ = GMMA::ScaleOut::Zero;
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(x_big); ++k) {
+          gemm(mma, x_small(_, _, k), tCrB(_, _, k, slot), part);
+          mma.accumulate_ = GMMA::ScaleOut::One;
+          gemm(mma, x_big(_, _, k), tCrSmallB(_, _, k, half), part);
+          gemm(mma, x_big(_, _, k), tCrB(_, _, k, slot), part);
+        }
+        warpgroup_commit_batch();
+        ++read;
       }
-      ++read;
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(part);
+      pipeline.consumer_release(release);
+      ++release;
+      CUTE_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
+    } else {
+      Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));
+      for (int step = 0; step < steps; ++step) {
+        pipeline.consumer_wait(read);
+        warpgroup_fence_operand(accum);
+        warpgroup_arrive();
+        gemm(mma, tCrA(_, _, _, read.index()), tCrB(_, _, _, read.index()),
+             accum);
+        warpgroup_commit_batch();
+        // The previous stage's multiplies are done once at most this one is
+        // in flight: its slot goes back to the producer.
+        warpgroup_wait<1>();
+        warpgroup_fence_operand(accum);
+        if (step > 0) {
+          pipeline.consumer_release(release);
+          ++release;
+        }
+        ++read;
+      }
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(accum);
+      pipeline.consumer_release(release);
+      ++release;
     }
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(accum);
-    pipeline.consumer_release(release);
-    ++release;
 
     if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
-      store_tile(p, accum, coords);
+      store_tile<kSplit>(p, accum, coords);
     } else {
-      store_pieces<T>(tma_c, p, accum, smem.c[consumer / 128],
-                      smem.bias[consumer / 128], m_block, n_block, consumer,
-                      pieces);
+      store_pieces<Cfg>(tma_c, p, accum, smem.c[consumer / 128],
+                        smem.bias[consumer / 128], m_block, n_block, consumer,
+                        pieces);
     }
   }
   if constexpr (!std::is_same_v<TmaC, NoTmaStore>) {

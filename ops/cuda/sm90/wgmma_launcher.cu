@@ -4,20 +4,23 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "gather_linear_kernel.h"
 #include "wgmma_kernel.cuh"
 
 namespace fgl::cuda {
+namespace {
 
-template <typename T>
-cudaError_t launch_wgmma(const GatherLinearParams<T>& p, cudaStream_t stream) {
+template <typename T, bool kSplit>
+cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
   using namespace wgmma;
-  using Cfg = Config<T>;
-  const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor(p),
+  using Cfg = Config<T, kSplit>;
+  using Loaded = typename Cfg::Loaded;
+  const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor<Loaded>(p),
                                    typename Cfg::SmemLayoutA{}(_, _, 0),
                                    typename Cfg::TileA{});
-  const auto tma_b = make_tma_atom(SM90_TMA_LOAD{}, weight_tensor(p),
+  const auto tma_b = make_tma_atom(SM90_TMA_LOAD{}, weight_tensor<Loaded>(p),
                                    typename Cfg::SmemLayoutB{}(_, _, 0),
                                    typename Cfg::TileB{});
   int device = 0, sm_count = 0;
@@ -27,11 +30,12 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, cudaStream_t stream) {
       err != cudaSuccess) {
     return err;
   }
-  const int64_t tiles = (p.B + kBM - 1) / kBM * ((p.K + kBN - 1) / kBN);
+  const int64_t tiles =
+      (p.B + kBM - 1) / kBM * ((p.K + Cfg::kBN - 1) / Cfg::kBN);
   const auto blocks = static_cast<unsigned>(std::min<int64_t>(tiles, sm_count));
-  const auto launch = [&](const auto& tma_c) {
+  const auto start = [&](const auto& tma_c) {
     const auto kernel =
-        gather_linear_wgmma_kernel<T, decltype(tma_a), decltype(tma_b),
+        gather_linear_wgmma_kernel<T, kSplit, decltype(tma_a), decltype(tma_b),
                                    std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
     if (const auto err = cudaFuncSetAttribute(
@@ -43,18 +47,29 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, cudaStream_t stream) {
     return cudaGetLastError();
   };
   if (out_tma_ok(p)) {
-    return launch(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
-                                typename Cfg::SmemLayoutC{},
-                                typename Cfg::TileC{}));
+    return start(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
+                               typename Cfg::SmemLayoutC{},
+                               typename Cfg::TileC{}));
   }
-  return launch(NoTmaStore{});
+  return start(NoTmaStore{});
 }
 
-template cudaError_t launch_wgmma<float>(const GatherLinearParams<float>&,
+}  // namespace
+
+template <typename T>
+cudaError_t launch_wgmma(const GatherLinearParams<T>& p, bool tf32_allowed,
+                         cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!tf32_allowed) return launch<T, true>(p, stream);
+  }
+  return launch<T, false>(p, stream);
+}
+
+template cudaError_t launch_wgmma<float>(const GatherLinearParams<float>&, bool,
                                          cudaStream_t);
 template cudaError_t launch_wgmma<__half>(const GatherLinearParams<__half>&,
-                                          cudaStream_t);
+                                          bool, cudaStream_t);
 template cudaError_t launch_wgmma<__nv_bfloat16>(
-    const GatherLinearParams<__nv_bfloat16>&, cudaStream_t);
+    const GatherLinearParams<__nv_bfloat16>&, bool, cudaStream_t);
 
 }  // namespace fgl::cuda

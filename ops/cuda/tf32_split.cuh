@@ -1,0 +1,48 @@
+// float32 on the TF32 tensor cores at float32 accuracy ("3xTF32"), shared by
+// the float32 tensor-core kernels: v = big + small, both rounded to TF32,
+// small the remainder v - big; a * b is taken as a.small * b.big + a.big *
+// b.small + a.big * b.big, the dropped small * small below float32's
+// rounding. An Inf among the inputs makes the remainder Inf - Inf = NaN, so
+// every output it reaches comes out NaN; the kernels sum NaN outputs again on
+// the CUDA cores in contraction order (dot_in_order), where Inf and NaN
+// propagate as in the reference.
+#pragma once
+
+#include <cstdint>
+
+#include "gather_linear_params.h"
+#include "numeric.cuh"
+#include "ptx.cuh"
+
+namespace fgl::cuda {
+
+struct Tf32Split {
+  uint32_t big, small;
+};
+
+/// The split of a float32 value (as its bits); sm_90 (cvt.rn.tf32).
+__device__ __forceinline__ Tf32Split split_tf32(uint32_t bits) {
+  const float v = __uint_as_float(bits);
+  const uint32_t big = ptx::cvt_rn_tf32(v);
+  return {big, ptx::cvt_rn_tf32(v - __uint_as_float(big))};
+}
+
+/// out[b][k] without the bias, summed over c = r * H + h in order. Not
+/// inlined: the epilogues call it from every output they hold, and take it
+/// only where an infinity reached.
+template <typename T>
+__device__ __noinline__ float dot_in_order(const GatherLinearParams<T>& p,
+                                           int64_t b, int64_t k) {
+  float sum = 0.0f;
+  for (int64_t r = 0; r < p.R; ++r) {
+    const T* x = p.x + r * p.x_stride_r + b * p.x_stride_b;
+    const T* w = p.weight + k * p.weight_stride_k + r * p.H * p.weight_stride_c;
+    for (int64_t h = 0; h < p.H; ++h) {
+      sum = fmaf(to_acc(x[h * p.x_stride_h]), to_acc(w[h * p.weight_stride_c]),
+                 sum);
+    }
+  }
+  return sum;
+}
+
+}  // namespace fgl::cuda
