@@ -378,14 +378,15 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 2)),
             Route::kCublasCat);
-  // float32 through three TF32 products from 128 of its 128 x 128 tiles,
+  // float32 through three TF32 products from 64 of its 128 x 128 tiles,
   // whatever the weight; cuBLAS keeps fewer tiles, float32 where TF32 is
   // allowed (the kernel's TF32 instance lost there) and float64; so do
   // builds without the kernel.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 4)), Route::kWgmma);
-  EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 4)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 1024, 64, 1024, 4)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(32, 256, 128, 4096, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 4)), Route::kWgmma);
-  EXPECT_EQ(choose_route(h200_wgmma(4, 1024, 64, 256, 4)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(4, 2048, 64, 256, 4)), Route::kCublasCat);
   Problem tf32 = h200_wgmma(32, 4096, 128, 4096, 4);
   tf32.tf32_allowed = true;
   EXPECT_EQ(choose_route(tf32), Route::kCublasCat);

@@ -75,10 +75,10 @@ constexpr int64_t kWgmmaSplitTileCols = 128;
 // flight, spread along K, read it.
 constexpr int64_t kMinWgmmaTiles = 256;
 constexpr int64_t kMaxWgmmaWeightBytes = int64_t{32} << 20;
-// float32's three-product instance ("v18") beat cat + cuBLAS's SIMT GEMM
-// 1.85-2.2x from 128 of its tiles on (every weight measured, to 128 MiB),
-// and lost with 16 tiles over a short contraction (4,1024,64,256).
-constexpr int64_t kMinWgmmaSplitTiles = 128;
+// float32's three-product instance (bench/NOTES.md, "v18") beat cat +
+// cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
+// measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
+constexpr int64_t kMinWgmmaSplitTiles = 64;
 // A cluster's reduction costs about as much as streaming this many stages.
 constexpr int64_t kClusterCostStages = 4;
 

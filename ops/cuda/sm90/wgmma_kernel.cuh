@@ -11,9 +11,10 @@
 // multiplied, not a second path. The contraction walks the (h-tile, r)
 // pairs in order. float16 and bfloat16 multiply as they are; float32 as
 // TF32 where the user allowed TF32, else at float32 accuracy as three TF32
-// products (tf32_split.cuh): the copy engine loads float32 as it is and the
-// consumers split each stage in shared memory, the big parts in place and
-// the remainders beside them.
+// products (tf32_split.cuh): the copy engine loads float32 as it is, the
+// consumers split the weight's stages in shared memory (the big parts in
+// place, the remainders beside them) and x's in registers, which wgmma
+// takes as its A operand.
 //
 // A persistent block per multiprocessor takes 128 x 256 tiles of out in
 // turn (128 x 128 for float32's split, whose two register sets need the
@@ -81,9 +82,9 @@ struct Config {
   // What the copy engine loads: the operand, or float32 to be split.
   using Loaded = std::conditional_t<kSplit, float, Element>;
   using Out = typename Types<T>::Out;
-  // Output columns per block. The split sums each stage in fresh registers
-  // added to the tile's total with rounded adds (the tensor cores truncate
-  // their sums, bench/NOTES.md v9): two accumulator sets a thread.
+  // Output columns per block. The split sums each pair of stages in fresh
+  // registers added to the tile's total with rounded adds (the tensor cores
+  // truncate their sums, bench/NOTES.md v9): two accumulator sets a thread.
   static constexpr int kBN = kSplit ? 128 : 256;
   // Contraction per stage and columns per piece of out: 128-byte rows, the
   // width of the swizzle.
@@ -99,11 +100,12 @@ struct Config {
   using SmemLayoutB = decltype(tile_to_shape(
       GMMA::Layout_K_SW128_Atom<Element>{},
       make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{})));
-  // The weight's remainders, two stages of them: one is written while the
-  // tensor cores read the other.
-  using SmemLayoutSmallB =
-      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
-                             make_shape(Int<kBN>{}, Int<kBK>{}, Int<2>{})));
+  // The weight's remainders, kSmallStages stages of them: one is written
+  // while the tensor cores read the two before (the consumer loop below).
+  static constexpr int kSmallStages = 3;
+  using SmemLayoutSmallB = decltype(tile_to_shape(
+      GMMA::Layout_K_SW128_Atom<Element>{},
+      make_shape(Int<kBN>{}, Int<kBK>{}, Int<kSmallStages>{})));
   // Each consumer warp group owns 64 of the block's 128 rows. The split
   // takes x from registers (split there), so that the tensor cores read only
   // the weight from shared memory, whose bandwidth the three products and
@@ -416,7 +418,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   cutlass::PipelineState<kStages> read;
   cutlass::PipelineState<kStages> release;
   int pieces = 0;       // pieces of out this warp group has handed over
-  int split_steps = 0;  // stages split so far: which remainder buffer is next
+  int split_steps = 0;  // stages split so far: which remainders are next
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int m_block = tile / n_tiles, n_block = tile % n_tiles;
     Tensor coords = thr.partition_C(local_tile(
@@ -433,85 +435,106 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     if constexpr (kSplit) {
-      // Each stage's weight is split in shared memory and its x in
-      // registers, then multiplied into fresh registers (`part`) that are
-      // added to the total once the tensor cores are done with them; the
-      // weight and the x of a stage are read while the tensor cores
-      // multiply the one before.
+      // Stages go in pairs. Each stage's weight is split in shared memory and
+      // its x in registers (one register set per stage of a pair), then
+      // multiplied into `part`, fresh at each pair, which is added to the
+      // total with rounded adds once the tensor cores are done with the
+      // pair. The second stage of a pair is multiplied without waiting for
+      // the first, and everything but those adds overlaps the multiplies
+      // before.
       Tensor sSmallB = make_tensor(make_smem_ptr(smem.small.b.begin()),
                                    typename Cfg::SmemLayoutSmallB{});
       Tensor tCrSmallB = thr.make_fragment_B(thr.partition_B(sSmallB));
-      Tensor x_raw = thr.partition_fragment_A(sA(_, _, 0));  // (MMA, M, K)
-      Tensor x_big = make_fragment_like(x_raw);
-      Tensor x_small = make_fragment_like(x_raw);
-      // Where this thread's x values lie in each stage, in x_raw's order.
+      Tensor x_first = thr.partition_fragment_A(sA(_, _, 0));  // (MMA, M, K)
+      Tensor x_first_small = make_fragment_like(x_first);
+      Tensor x_second = make_fragment_like(x_first);
+      Tensor x_second_small = make_fragment_like(x_first);
+      // Where this thread's x values lie in each stage, in x_first's order.
       auto x_thread_copy =
           make_tiled_copy_A(
               Copy_Atom<UniversalCopy<uint32_t>, typename Cfg::Element>{}, mma)
               .get_thread_slice(consumer);
       Tensor x_from = x_thread_copy.partition_S(sA);  // (CPY, M, K, stage)
-      Tensor x_to = x_thread_copy.retile_D(x_raw);
       Tensor part = make_fragment_like(accum);
-      for (int step = 0; step < steps; ++step, ++split_steps) {
-        const int slot = read.index(), half = split_steps % 2;
+      // A stage is one contiguous block (tile_to_shape puts the stage mode
+      // outermost), split as a flat array.
+      constexpr int kStageB = kBN * Cfg::kBK;
+      static_assert(typename Cfg::SmemLayoutB{}(0, 0, 1) == kStageB &&
+                    cosize_v<typename Cfg::SmemLayoutB> == kStageB * kStages);
+      // Waits for the read stage and splits it: the weight's remainders to
+      // `small` (the tensor cores' reads of it, three stages back, are done
+      // in both warp groups: each waits for all but its last two multiplies
+      // before the barrier that precedes this), x into `big` and `x_small`.
+      const auto split_stage = [&](int slot, int small, auto& big,
+                                   auto& x_small) {
         pipeline.consumer_wait(read);
-        // A stage is one contiguous block (tile_to_shape puts the stage
-        // mode outermost), split as a flat array.
-        constexpr int kStageB = kBN * Cfg::kBK;
-        static_assert(typename Cfg::SmemLayoutB{}(0, 0, 1) == kStageB &&
-                      cosize_v<typename Cfg::SmemLayoutB> == kStageB * kStages);
         split_in_place<kStageB>(raw_pointer_cast(&sB(0, 0, slot)),
-                                raw_pointer_cast(&sSmallB(0, 0, half)),
+                                raw_pointer_cast(&sSmallB(0, 0, small)),
                                 consumer);
         // The parts, visible to the tensor cores (the async proxy).
         cutlass::arch::fence_view_async_shared();
         Tensor x_stage = x_from(_, _, _, slot);
+        Tensor x_big = x_thread_copy.retile_D(big);
+        Tensor x_rest = x_thread_copy.retile_D(x_small);
         CUTE_UNROLL
-        for (int i = 0; i < size(x_to); ++i) {
-          x_to(i) = Cfg::Element::bitcast(ptx::ld_shared_u32(
+        for (int i = 0; i < size(x_big); ++i) {
+          const Tf32Split v = split_tf32(ptx::ld_shared_u32(
               ptx::smem_addr(raw_pointer_cast(&x_stage(i)))));
-        }
-        if (step > 0) {
-          // The stage before multiplied: its slot goes back to the
-          // producer, its x registers are free, and once both warp groups
-          // pass the barrier below, its remainders too.
-          warpgroup_wait<0>();
-          warpgroup_fence_operand(part);
-          warpgroup_fence_operand(x_big);
-          warpgroup_fence_operand(x_small);
-          pipeline.consumer_release(release);
-          ++release;
-          CUTE_UNROLL
-          for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
-        }
-        CUTE_UNROLL
-        for (int i = 0; i < size(x_raw); ++i) {
-          const Tf32Split v = split_tf32(x_raw(i).raw());
           x_big(i) = Cfg::Element::bitcast(v.big);
-          x_small(i) = Cfg::Element::bitcast(v.small);
+          x_rest(i) = Cfg::Element::bitcast(v.small);
         }
+      };
+      const auto multiply = [&](int slot, int small, auto& big, auto& x_small,
+                                bool fresh) {
+        // Both warp groups' splits of the weight are done.
         cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
-        warpgroup_fence_operand(x_big);
+        warpgroup_fence_operand(big);
         warpgroup_fence_operand(x_small);
         warpgroup_fence_operand(part);
         warpgroup_arrive();
-        mma.accumulate_ = GMMA::ScaleOut::Zero;
+        mma.accumulate_ = fresh ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
         CUTE_UNROLL
-        for (int k = 0; k < size<2>(x_big); ++k) {
+        for (int k = 0; k < size<2>(big); ++k) {
           gemm(mma, x_small(_, _, k), tCrB(_, _, k, slot), part);
           mma.accumulate_ = GMMA::ScaleOut::One;
-          gemm(mma, x_big(_, _, k), tCrSmallB(_, _, k, half), part);
-          gemm(mma, x_big(_, _, k), tCrB(_, _, k, slot), part);
+          gemm(mma, big(_, _, k), tCrSmallB(_, _, k, small), part);
+          gemm(mma, big(_, _, k), tCrB(_, _, k, slot), part);
         }
         warpgroup_commit_batch();
         ++read;
+      };
+      const auto release_one = [&] {
+        pipeline.consumer_release(release);
+        ++release;
+      };
+      // The multiplies are done: the last stage not yet released goes back
+      // to the producer, and part into the total.
+      const auto fold = [&] {
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(part);
+        release_one();
+        CUTE_UNROLL
+        for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
+      };
+      for (int step = 0; step < steps; step += 2) {
+        const int first = read.index();
+        const int first_small = split_steps++ % Cfg::kSmallStages;
+        split_stage(first, first_small, x_first, x_first_small);
+        if (step > 0) fold();
+        multiply(first, first_small, x_first, x_first_small, true);
+        if (step + 1 < steps) {
+          const int second = read.index();
+          const int second_small = split_steps++ % Cfg::kSmallStages;
+          split_stage(second, second_small, x_second, x_second_small);
+          multiply(second, second_small, x_second, x_second_small, false);
+          // The first stage's multiplies are done: its slot and its x
+          // registers are free.
+          warpgroup_wait<1>();
+          warpgroup_fence_operand(part);
+          release_one();
+        }
       }
-      warpgroup_wait<0>();
-      warpgroup_fence_operand(part);
-      pipeline.consumer_release(release);
-      ++release;
-      CUTE_UNROLL
-      for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
+      fold();
     } else {
       Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));
       for (int step = 0; step < steps; ++step) {
