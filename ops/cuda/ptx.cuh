@@ -1,7 +1,7 @@
 // Thin wrappers over the instructions the fused kernels use: mbarriers,
 // bulk tensor copies (TMA), cp.async, shared-memory vectors, ldmatrix and
-// mma.sync. Each is one PTX
-// instruction; callers guard their use with __CUDA_ARCH__ >= 900.
+// mma.sync. Each is one PTX instruction; callers guard their use with
+// __CUDA_ARCH__ >= 900.
 #pragma once
 
 #include <cuda.h>
