@@ -7,6 +7,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -90,8 +91,9 @@ TEST(WarpDotKernel, IsExactAndDeterministic) {
 // than the four lanes that share a row (2,64,8,33), warps splitting a long
 // contraction 16 ways, a split whose last slice is short, one and two
 // n-tiles per warp with rows past B, several row tiles, columns past K in
-// the last group; float32 through its three TF32 products, float64 through
-// the policy.
+// the last group, blocks of two groups with the first step prefetched
+// (8,1,128,8192 in 16-bit types); float32 through its three TF32 products,
+// float64 through the policy.
 TEST(WarpMmaKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_exact_and_deterministic(cuda::Route::kWarpMma, {{2, 64, 8, 33},
@@ -99,7 +101,8 @@ TEST(WarpMmaKernel, IsExactAndDeterministic) {
                                                          {9, 3, 200, 5},
                                                          {4, 12, 32, 56},
                                                          {16, 37, 64, 1001},
-                                                         {32, 16, 128, 4096}});
+                                                         {32, 16, 128, 4096},
+                                                         {8, 1, 128, 8192}});
 }
 
 // NaN, +Inf and -Inf land where cat + linear puts them under `route`, for
@@ -241,6 +244,53 @@ TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
       EXPECT_TRUE(matches_reference(
           out, reference_gather_linear(round_to_tf32(x), round_to_tf32(w), b),
           4 * ref_abs));
+    }
+  }
+}
+
+// The fused kernels are dependent launches (ops/cuda/dependent_launch.cuh):
+// each may start while the call before it on the stream still runs. A chain
+// of layers, each reading the previous layer's output as its x and writing
+// into the buffer the layer before that read, must give the bits it gives
+// with the device synchronised between layers: no kernel reads its x
+// before it is written, nor overwrites a buffer still being read.
+TEST(GatherLinearCuda, DependentLaunchesSeeTheCallsBeforeThem) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const at::Device dev(at::kCUDA, 0);
+  constexpr int kLayers = 4;
+  // K = R * H: a layer's (B, K) output is the next layer's (R, B, H) x.
+  for (const Shape& s : std::vector<Shape>{
+           {8, 4, 64, 512}, {32, 1, 128, 4096}, {4, 300, 64, 256}}) {
+    for (const auto dtype : supported_dtypes()) {
+      const int64_t C = s.R * s.H;
+      std::vector<at::Tensor> weights, biases;
+      for (int i = 0; i < kLayers; ++i) {
+        // Scaled by 1 / sqrt(C), so values keep their size layer to layer.
+        weights.push_back(random_tensor({s.K, C}, dtype, dev) / std::sqrt(C));
+        biases.push_back(random_tensor({s.K}, dtype, dev));
+      }
+      const auto x0 = random_tensor({s.B, s.K}, dtype, dev);
+      const auto run = [&](bool synchronise) {
+        at::Tensor buffers[2] = {x0.clone(), at::full_like(x0, NAN)};
+        for (int i = 0; i < kLayers; ++i) {
+          const auto x =
+              buffers[i % 2].view({s.B, s.R, s.H}).permute({1, 0, 2});
+          gather_linear_out(buffers[(i + 1) % 2], x, weights[i], biases[i]);
+          if (synchronise) at::cuda::device_synchronize();
+        }
+        return buffers[kLayers % 2];
+      };
+      for (const cuda::Route route :
+           {cuda::Route::kWarpDot, cuda::Route::kWarpMma, cuda::Route::kStream,
+            cuda::Route::kWgmma, cuda::Route::kTiled}) {
+        SCOPED_TRACE(::testing::Message()
+                     << cuda::route_name(route) << " " << s << " " << dtype);
+        const ScopedRoute forced(route);
+        const auto chained = run(false);
+        const auto synchronised = run(true);
+        EXPECT_FALSE(synchronised.isnan().any().item<bool>());
+        EXPECT_TRUE(at::equal(chained, synchronised));
+      }
     }
   }
 }

@@ -86,14 +86,17 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
 }
 
 TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
-  // Up to 16 rows at any weight, from 1024 output columns.
+  // Up to 16 rows from 1024 output columns, at any weight to 64 MiB and
+  // past it up to 8 rows (one n-tile).
   for (int64_t B : {1, 5, 8, 9, 16}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
     EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 2)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(32, B, 128, 2048, 2)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(2, B, 64, 16384, 2)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 2)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 8192, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 2)),
+              B <= 8 ? Route::kWarpMma : Route::kCublasCat);
   }
   // To 32 rows (two row tiles, the weight read twice) up to 4 MiB.
   EXPECT_EQ(choose_route(h200(8, 32, 64, 4096, 2)), Route::kWarpMma);
@@ -185,6 +188,32 @@ TEST(KernelChoice, WarpMmaPlansCoverTheProblem) {
   p = h200(8, 16, 64, 1024, 2);
   p.weight_tma_ok = false;
   EXPECT_FALSE(plan_warp_mma(p).has_value());
+}
+
+// 16-bit plans: blocks of two groups of four warps where a block of one
+// would leave more blocks than multiprocessors; the first step prefetched
+// from 16 MiB of weight with one n-tile a warp, from 32 MiB with two.
+// float32 keeps one group a block and no prefetch.
+TEST(KernelChoice, WarpMmaPlansWidenBlocksAndPrefetchLargeWeights) {
+  const auto wide = plan_warp_mma(h200(64, 1, 128, 8192, 2));
+  EXPECT_EQ(wide->splits, 4);
+  EXPECT_EQ(wide->threads, 256);
+  const auto float32 = plan_warp_mma(h200(32, 24, 128, 4096, 4));
+  EXPECT_EQ(float32->splits, 4);
+  EXPECT_EQ(float32->threads, 128);
+  const auto few_blocks = plan_warp_mma(h200(8, 1, 64, 1024, 2));
+  EXPECT_EQ(few_blocks->splits, 4);
+  EXPECT_EQ(few_blocks->threads, 128);
+  EXPECT_TRUE(wide->prefetch_first_step);
+  // The GPU tests' shape for both (WarpMmaKernel.IsExactAndDeterministic).
+  const auto tested = plan_warp_mma(h200(8, 1, 128, 8192, 2));
+  EXPECT_EQ(tested->threads, 2 * 32 * tested->splits);
+  EXPECT_TRUE(tested->prefetch_first_step);
+  EXPECT_TRUE(plan_warp_mma(h200(32, 1, 128, 2048, 2))->prefetch_first_step);
+  EXPECT_FALSE(plan_warp_mma(h200(16, 1, 128, 2048, 2))->prefetch_first_step);
+  EXPECT_TRUE(plan_warp_mma(h200(32, 16, 128, 4096, 2))->prefetch_first_step);
+  EXPECT_FALSE(plan_warp_mma(h200(16, 16, 128, 4096, 2))->prefetch_first_step);
+  EXPECT_FALSE(float32->prefetch_first_step);
 }
 
 TEST(KernelChoice, FusedRoutesComeWithTheirPlans) {
@@ -393,8 +422,10 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 8)),
             Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(32, 4096, 128, 4096, 2)), Route::kCublasCat);
-  // Few rows stay on the warp-mma kernel.
-  EXPECT_EQ(choose_route(h200_wgmma(32, 16, 128, 65536, 2)), Route::kWarpMma);
+  // Few rows stay on the warp-mma kernel, or past 8 rows and 64 MiB of
+  // weight on cuBLAS.
+  EXPECT_EQ(choose_route(h200_wgmma(32, 8, 128, 65536, 2)), Route::kWarpMma);
+  EXPECT_EQ(choose_route(h200_wgmma(32, 16, 128, 65536, 2)), Route::kCublasCat);
 }
 
 TEST(KernelChoice, ForcedRoutesWinWhereTheyCanRun) {

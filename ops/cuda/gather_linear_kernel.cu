@@ -7,6 +7,7 @@
 
 #include <type_traits>
 
+#include "dependent_launch.cuh"
 #include "gather_linear_kernel.h"
 #include "stream_kernel.cuh"
 #include "tiled_kernel.cuh"
@@ -88,22 +89,14 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
   // grid.x: the contraction's splits, one cluster; grid.y: 64-column tiles
   // of K; grid.z: kRows-row tiles of B. Block: the consumer groups' warps
   // and one producer warp.
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.splits),
-                        static_cast<unsigned>(plan.column_tiles),
-                        static_cast<unsigned>(plan.row_tiles));
-  config.blockDim =
-      dim3(stream::block_threads(stream::consumer_groups(sizeof(T), kRows)));
-  config.dynamicSmemBytes = static_cast<size_t>(plan.smem_bytes);
-  config.stream = stream;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = static_cast<unsigned>(plan.splits);
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
-  config.numAttrs = plan.splits > 1 ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, map, p, layout);
+  const dim3 grid(static_cast<unsigned>(plan.splits),
+                  static_cast<unsigned>(plan.column_tiles),
+                  static_cast<unsigned>(plan.row_tiles));
+  const dim3 block(
+      stream::block_threads(stream::consumer_groups(sizeof(T), kRows)));
+  return launch_dependent(kernel, grid, block,
+                          static_cast<size_t>(plan.smem_bytes), stream,
+                          static_cast<unsigned>(plan.splits), map, p, layout);
 }
 
 template <typename T, int kRows>
@@ -112,9 +105,8 @@ cudaError_t launch_warp_dot_rows(const GatherLinearParams<T>& p,
   const dim3 grid(static_cast<unsigned>(plan.column_tiles),
                   static_cast<unsigned>(plan.row_tiles));
   const warp_dot::Layout layout{plan.splits, static_cast<int32_t>(plan.slice)};
-  warp_dot::gather_linear_warp_dot_kernel<T, kRows>
-      <<<grid, plan.threads, 0, stream>>>(p, layout);
-  return cudaGetLastError();
+  return launch_dependent(warp_dot::gather_linear_warp_dot_kernel<T, kRows>,
+                          grid, dim3(plan.threads), 0, stream, 1, p, layout);
 }
 
 template <typename T, int kRowTiles>
@@ -122,10 +114,10 @@ cudaError_t launch_warp_mma_rows(const GatherLinearParams<T>& p,
                                  const WarpMmaPlan& plan, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(plan.column_tiles),
                   static_cast<unsigned>(plan.row_tiles));
-  const warp_mma::Layout layout{plan.splits, static_cast<int32_t>(plan.slice)};
-  warp_mma::gather_linear_warp_mma_kernel<T, kRowTiles>
-      <<<grid, plan.threads, 0, stream>>>(p, layout);
-  return cudaGetLastError();
+  const warp_mma::Layout layout{plan.splits, static_cast<int32_t>(plan.slice),
+                                plan.prefetch_first_step};
+  return launch_dependent(warp_mma::gather_linear_warp_mma_kernel<T, kRowTiles>,
+                          grid, dim3(plan.threads), 0, stream, 1, p, layout);
 }
 
 }  // namespace
@@ -190,8 +182,8 @@ cudaError_t launch_tiled(const GatherLinearParams<T>& p, cudaStream_t stream) {
   // grid.x: B tiles (up to 2^31 - 1), grid.y: K tiles (up to 65535).
   const dim3 grid(static_cast<unsigned>(ceil_div(p.B, tiled::kBM)),
                   static_cast<unsigned>(ceil_div(p.K, tiled::kBN)));
-  tiled::gather_linear_tiled_kernel<T><<<grid, tiled::kThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return launch_dependent(tiled::gather_linear_tiled_kernel<T>, grid,
+                          dim3(tiled::kThreads), 0, stream, 1, p);
 }
 
 int64_t max_tiled_k() { return int64_t{65535} * tiled::kBN; }

@@ -64,6 +64,19 @@ constexpr int64_t kMaxWarpMmaRowsFloat = 128;
 constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
 constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
 constexpr int64_t kWarpMmaLongContraction = 4096;
+// The warp-mma kernel's layout (bench/NOTES.md, "v19"): blocks of at least
+// kWarpMmaWideBlock threads where that leaves a block a multiprocessor
+// (64,1,128,8192 bfloat16 37.0 -> 32.8 us); the first step's weight
+// prefetched into L2 before the previous grid ends from these weights, by
+// n-tiles a warp (smaller ones lost up to 0.6 us).
+constexpr int kWarpMmaWideBlock = 256;
+constexpr int64_t kWarpMmaPrefetchWeightOneTile = int64_t{16} << 20;
+constexpr int64_t kWarpMmaPrefetchWeightTwoTiles = int64_t{32} << 20;
+// 16-bit problems past one n-tile (8 rows) with more than this much weight
+// ran slower through the warp-mma kernel (0.95x) and the streaming kernel
+// than cat + cuBLAS (64,12-16,128,8192 and 32,16,128,16384: 128 MiB), while
+// 64 MiB won (32,16,128,8192 1.10x).
+constexpr int64_t kMaxFusedWeightHalfTwoTiles = int64_t{64} << 20;
 // The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh):
 // 128 x 256, or 128 x 128 for float32's three-product split.
 constexpr int64_t kWgmmaTileRows = 128;
@@ -139,6 +152,13 @@ bool warp_mma_wins(const Problem& p) {
   }
   return p.B <= rows_per_pass || (p.B <= 2 * rows_per_pass &&
                                   weight_bytes <= kWarpMmaMaxWeightTwoTiles);
+}
+
+// The measured table's verdict for cat + cuBLAS over the fused decode
+// kernels: 16-bit, two n-tiles, a very large weight.
+bool cublas_wins_half_decode(const Problem& p) {
+  return p.element_size == 2 && p.B > warp_mma::kRowsPerTile &&
+         p.K * p.R * p.H * p.element_size > kMaxFusedWeightHalfTwoTiles;
 }
 
 // Tiles of out the Hopper tensor-core kernel covers `p` with.
@@ -265,6 +285,23 @@ std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p) {
   }
   plan.slice = ceil_div(ceil_div(C, plan.splits), chunk) * chunk;
   plan.threads = std::max(warp_mma::kMinThreads, 32 * plan.splits);
+  // 16-bit types: blocks of several groups where the grid still has a block
+  // for every multiprocessor, and a large weight's first step asked of L2
+  // before the grid before this one has finished (float32 lost 1-2% with
+  // both).
+  const bool half = p.element_size == 2;
+  if (half && plan.threads < kWarpMmaWideBlock) {
+    const int64_t groups_per_block = kWarpMmaWideBlock / (32 * plan.splits);
+    const int64_t blocks =
+        ceil_div(ceil_div(p.K, warp_mma::kColumns), groups_per_block) *
+        plan.row_tiles;
+    if (blocks >= p.sm_count) plan.threads = kWarpMmaWideBlock;
+  }
+  const int64_t weight_bytes = p.K * C * p.element_size;
+  plan.prefetch_first_step =
+      half && weight_bytes >= (plan.row_tiles_per_warp == 1
+                                   ? kWarpMmaPrefetchWeightOneTile
+                                   : kWarpMmaPrefetchWeightTwoTiles);
   plan.column_tiles = ceil_div(
       p.K, int64_t{warp_mma::kColumns} * (plan.threads / 32 / plan.splits));
   if (plan.column_tiles > INT32_MAX) return std::nullopt;
@@ -359,6 +396,9 @@ RouteChoice choose(const Problem& p) {
     } else if (*forced != Route::kCublasView || p.x_gathered_view) {
       return taking(*forced);
     }
+  }
+  if (p.arch == kMeasuredArch && cublas_wins_half_decode(p)) {
+    return taking(fallback);
   }
   if (p.arch == kMeasuredArch && warp_mma_wins(p)) {
     if (auto plan = plan_warp_mma(p)) return taking(*plan);

@@ -92,6 +92,9 @@ struct WarpMmaPlan {
   int threads = 0;             // per block
   int64_t column_tiles = 0;    // grid.x
   int64_t row_tiles = 0;       // grid.y
+  // Each warp asks L2 for its first step's weight before it waits for the
+  // grid before it (dependent_launch.cuh).
+  bool prefetch_first_step = false;
 };
 
 /// The warp-mma kernel's layout for `p`, or nullopt where it cannot run it:

@@ -1,7 +1,7 @@
 // Thin wrappers over the instructions the fused kernels use: mbarriers,
 // bulk tensor copies (TMA), cp.async, shared-memory vectors, ldmatrix and
 // mma.sync. Each is one PTX instruction; callers guard their use with
-// __CUDA_ARCH__ >= 900.
+// __CUDA_ARCH__ >= 900, but for await_previous_grid, a no-op before sm_90.
 #pragma once
 
 #include <cuda.h>
@@ -15,6 +15,25 @@ namespace fgl::cuda::ptx {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The start of every fused kernel, a dependent launch (dependent_launch.cuh):
+// waits until the grid before this one on the stream has completed and its
+// writes are visible (at once in a grid launched without the attribute),
+// then lets the next grid start its blocks. Nothing before it may touch
+// global memory. Triggered only after the wait, at most one grid waits
+// behind a running one: a trigger before it let each waiting grid start the
+// next, a chain of them crowding the running grid's multiprocessors.
+__device__ __forceinline__ void await_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Asks L2 for the 128-byte line holding `ptr`, without waiting for it.
+__device__ __forceinline__ void prefetch_l2(const void* ptr) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr));
 }
 
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {

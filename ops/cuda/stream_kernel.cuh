@@ -309,6 +309,7 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
     ptx::fence_barrier_init();
   }
   __syncthreads();
+  ptx::await_previous_grid();
 
   Math<T, kRows> math;  // the consumers' sums
   if (warp == kConsumerWarps) {

@@ -27,12 +27,10 @@ __device__ __forceinline__ Tf32Split split_tf32(uint32_t bits) {
   return {big, ptx::cvt_rn_tf32(v - __uint_as_float(big))};
 }
 
-/// out[b][k] without the bias, summed over c = r * H + h in order. Not
-/// inlined: the epilogues call it from every output they hold, and take it
-/// only where an infinity reached.
+/// out[b][k] without the bias, summed over c = r * H + h in order.
 template <typename T>
-__device__ __noinline__ float dot_in_order(const GatherLinearParams<T>& p,
-                                           int64_t b, int64_t k) {
+__device__ float dot_in_order(const GatherLinearParams<T>& p, int64_t b,
+                              int64_t k) {
   float sum = 0.0f;
   for (int64_t r = 0; r < p.R; ++r) {
     const T* x = p.x + r * p.x_stride_r + b * p.x_stride_b;
@@ -43,6 +41,15 @@ __device__ __noinline__ float dot_in_order(const GatherLinearParams<T>& p,
     }
   }
   return sum;
+}
+
+/// dot_in_order, not inlined: for an epilogue that takes it from each of many
+/// outputs (the wgmma kernel's 64 a thread). The decode kernels, which take
+/// it from a few, inline it: a call copies the params into a stack frame.
+template <typename T>
+__device__ __noinline__ float dot_in_order_call(const GatherLinearParams<T>& p,
+                                                int64_t b, int64_t k) {
+  return dot_in_order(p, b, k);
 }
 
 }  // namespace fgl::cuda

@@ -8,6 +8,7 @@
 
 #include "gather_linear_kernel.h"
 #include "numeric.cuh"
+#include "ptx.cuh"
 
 namespace fgl::cuda::tiled {
 
@@ -34,6 +35,7 @@ __global__ void __launch_bounds__(kThreads)
   // +1 column: the transposed tile stores of a warp hit 32 different banks.
   __shared__ acc_t x_tile[kBK][kBM + 1];  // [c, b]
   __shared__ acc_t w_tile[kBK][kBN + 1];  // [c, k]
+  ptx::await_previous_grid();
 
   const int tid = threadIdx.x;
   const int tx = tid % kThreadsX;

@@ -19,6 +19,7 @@
 
 #include "gather_linear_params.h"
 #include "numeric.cuh"
+#include "ptx.cuh"
 #include "warp_dot_layout.h"
 
 namespace fgl::cuda::warp_dot {
@@ -76,6 +77,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   constexpr int kStep = 32 * kVec;  // contraction elements per warp load
   constexpr int kUnroll = unroll(kRows);
   __shared__ acc_t partial[kMaxThreads / 32][kRows];
+  ptx::await_previous_grid();
 
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;

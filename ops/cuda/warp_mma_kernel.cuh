@@ -113,6 +113,19 @@ __global__ void __launch_bounds__(kMaxThreads)
     const int64_t b = b0 + j * kRowsPerTile + g;
     row_offset[j] = (b < p.B ? b : p.B - 1) * p.x_stride_b;
   }
+  // The first step covers 256 bytes of each of the group's 16 weight rows:
+  // a 128-byte line a lane. Safe before the wait: a prefetch only warms L2,
+  // which the grid before writes through, so no load can see stale bytes.
+  static_assert(kChunk * kUnroll * sizeof(T) == 256, "two lines a row");
+  if (l.prefetch_first_step) {
+    const int32_t c =
+        split * l.slice + (lane % 2) * static_cast<int32_t>(128 / sizeof(T));
+    if (c < c_end) {
+      ptx::prefetch_l2(p.weight + column(k0 + lane / 2) * p.weight_stride_k +
+                       c);
+    }
+  }
+  ptx::await_previous_grid();
   // The bias is read now, while the weight streams, not after it.
   float bias[2] = {0.0f, 0.0f};
   if (p.bias != nullptr && split == 0) {

@@ -26,6 +26,7 @@ constexpr int row_tiles_per_warp(int64_t B) {
 struct Layout {
   int splits;     // warps per group of columns, a power of two
   int32_t slice;  // contraction elements per warp, a multiple of chunk()
+  bool prefetch_first_step;  // WarpMmaPlan's
 };
 
 }  // namespace fgl::cuda::warp_mma

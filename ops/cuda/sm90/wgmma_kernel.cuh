@@ -34,6 +34,7 @@
 
 #include "gather_linear_params.h"
 #include "numeric.cuh"
+#include "ptx.cuh"
 #include "tf32_split.cuh"
 
 namespace fgl::cuda::wgmma {
@@ -202,7 +203,7 @@ __device__ __forceinline__ float settled(float sum,
                                          const GatherLinearParams<T>& p, int m,
                                          int n) {
   if constexpr (kSplit) {
-    if (isnan(sum) && m < p.B && n < p.K) return dot_in_order(p, m, n);
+    if (isnan(sum) && m < p.B && n < p.K) return dot_in_order_call(p, m, n);
   }
   return sum;
 }
@@ -358,6 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   Pipeline pipeline(smem.pipeline, params, Shape<_1, _1, _1>{});
   cutlass::arch::fence_barrier_init();
   __syncthreads();
+  ptx::await_previous_grid();
 
   Tensor sA = make_tensor(make_smem_ptr(smem.a.begin()),
                           typename Cfg::SmemLayoutA{});  // (BM, BK, stage)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "dependent_launch.cuh"
 #include "gather_linear_kernel.h"
 #include "wgmma_kernel.cuh"
 
@@ -43,8 +44,8 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
         err != cudaSuccess) {
       return err;
     }
-    kernel<<<blocks, kThreads, smem_bytes, stream>>>(tma_a, tma_b, tma_c, p);
-    return cudaGetLastError();
+    return launch_dependent(kernel, dim3(blocks), dim3(kThreads), smem_bytes,
+                            stream, 1, tma_a, tma_b, tma_c, p);
   };
   if (out_tma_ok(p)) {
     return start(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
