@@ -64,3 +64,14 @@ else
   missing="$(missing_python_requirements "${python_requirements[@]}")"
   [ -z "$missing" ] || { echo "setup: could not install: $missing" >&2; exit 1; }
 fi
+
+# CUTLASS's C++ headers, for the Hopper tensor-core kernel (ops/cuda/sm90;
+# CMake finds them in this environment). Without the package's Python
+# dependencies (cuda-python, scipy, ...), which nothing here imports.
+cutlass="nvidia-cutlass==$FGL_CUTLASS_VERSION"
+if [ -n "$(missing_python_requirements "$cutlass")" ]; then
+  echo "setup: installing into $FGL_VENV: $cutlass (headers only)"
+  "$FGL_PYTHON" -m pip install --quiet --progress-bar off --no-deps "$cutlass"
+  missing="$(missing_python_requirements "$cutlass")"
+  [ -z "$missing" ] || { echo "setup: could not install: $missing" >&2; exit 1; }
+fi
