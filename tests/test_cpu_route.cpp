@@ -2,6 +2,8 @@
 // checked here for every kind of CPU, on any machine.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "cpu/cpu_route.h"
 
 namespace fgl::cpu {
@@ -33,13 +35,57 @@ TEST(CpuRoute, AvxBf16WithoutFp16TakesTheDotKernel) {
   for (const auto d : kAll) {
     EXPECT_EQ(choose_route(problem(amd_avx512(), d, 4, 12, 32, 56)),
               Route::kDotKernel);
-    EXPECT_EQ(choose_route(problem(amd_avx512(), d, 32, 128, 128, 4096)),
+    EXPECT_EQ(choose_route(problem(amd_avx512(), d, 32, 8, 128, 4096)),
               Route::kDotKernel);
   }
   // Not the dot kernel's layout: a GEMM.
   auto transposed = problem(amd_avx512(), Dtype::kFloat32, 4, 12, 32, 56);
   transposed.dot_layout = false;
   EXPECT_EQ(choose_route(transposed), Route::kGemmCat);
+}
+
+// Past a number of rows, and for short contractions of outputs, that falls
+// as the contraction grows, or past 8 rows where the kernel's vectors are
+// under 90% full (H not a multiple of their width), the library's GEMM
+// (bench/NOTES.md, c9); float16 keeps the kernel, and never takes the
+// float32 slices.
+TEST(CpuRoute, AvxBf16WithoutFp16GivesManyRowsToTheLibrary) {
+  struct Case {
+    Dtype dtype;
+    int64_t R, H, K, last_kernel_rows;
+  };
+  constexpr int64_t kNever = 1 << 20;
+  for (const Case& c : std::vector<Case>{
+           {Dtype::kBFloat16, 2, 32, 56, 256},   // rows
+           {Dtype::kBFloat16, 2, 32, 1024, 16},  // outputs
+           {Dtype::kBFloat16, 1, 128, 4096, 4},
+           {Dtype::kBFloat16, 4, 64, 256, 32},
+           {Dtype::kBFloat16, 2, 128, 4096, 8},
+           {Dtype::kBFloat16, 16, 64, 1024, 32},
+           {Dtype::kBFloat16, 32, 128, 4096, 8},
+           {Dtype::kBFloat16, 64, 128, 1024, 8},
+           {Dtype::kBFloat16, 12, 40, 300, 8},  // 40 of 64 lanes used
+           {Dtype::kFloat32, 7, 33, 1000, 8},   // 33 of 48
+           {Dtype::kFloat64, 7, 33, 1000, 8},   // 33 of 40
+           {Dtype::kFloat32, 2, 32, 1024, 8},
+           {Dtype::kFloat32, 4, 32, 4096, 256},
+           {Dtype::kFloat32, 8, 64, 512, 4096},
+           {Dtype::kFloat32, 4, 64, 4096, 512},
+           {Dtype::kFloat32, 16, 64, 1024, 1024},
+           {Dtype::kFloat32, 32, 128, 4096, 256},
+           {Dtype::kFloat64, 1, 64, 4096, 512},
+           {Dtype::kFloat64, 16, 64, 1024, 1024},
+           {Dtype::kFloat64, 64, 128, 1024, 128},
+           {Dtype::kFloat16, 64, 128, 4096, kNever}}) {
+    SCOPED_TRACE(::testing::Message() << static_cast<int>(c.dtype) << " R "
+                                      << c.R << " H " << c.H << " K " << c.K);
+    const int64_t B = c.last_kernel_rows;
+    EXPECT_EQ(choose_route(problem(amd_avx512(), c.dtype, c.R, B, c.H, c.K)),
+              Route::kDotKernel);
+    EXPECT_EQ(
+        choose_route(problem(amd_avx512(), c.dtype, c.R, B + 1, c.H, c.K)),
+        B == kNever ? Route::kDotKernel : Route::kGemmCat);
+  }
 }
 
 TEST(CpuRoute, Fp16CpusKeepTheKernelForSmallProblemsOnly) {

@@ -1,5 +1,8 @@
 #include "cpu_route.h"
 
+#include <cstddef>
+#include <cstdint>
+
 #include "forced_route.h"
 
 namespace fgl::cpu {
@@ -10,6 +13,36 @@ namespace {
 // problem (86K multiply-adds) 3x, 7,33,33,1000 (7.6M) already 0.53x in
 // bfloat16 (bench/NOTES.md, "CPU routing").
 constexpr int64_t kDotMaxMacsBesideFp16Gemm = int64_t{1} << 20;
+// On CPUs with AVX-512 BF16 but not FP16 (AMD EPYC, Zen 4; bench/NOTES.md
+// "c9"), the library's blocked GEMMs (bfloat16 on vdpbf16ps, float32 and
+// float64 on AVX-512) overtake the dot kernel once there are enough rows to
+// block over: the kernel streams the rows of x past each weight tile of 4
+// features again, and pays a horizontal sum per output, which short
+// contractions do not amortise. Each table gives, for contractions (R*H)
+// up to a length, the most rows (B) and outputs (B*K) the kernel takes;
+// float16, which that library widens to float32 first, keeps the kernel at
+// every size (4-7x).
+struct KernelLimit {
+  int64_t contraction;
+  int64_t rows;
+  int64_t outputs;
+};
+constexpr int64_t kAny = INT64_MAX;
+constexpr KernelLimit kBFloat16Limits[] = {
+    {128, 256, 16 << 10}, {1024, 32, 32 << 10}, {kAny, 8, kAny}};
+constexpr KernelLimit kFloat32Limits[] = {{64, kAny, 8 << 10},
+                                          {128, 256, kAny},
+                                          {512, kAny, 2 << 20},
+                                          {1024, 1024, kAny},
+                                          {kAny, 256, kAny}};
+constexpr KernelLimit kFloat64Limits[] = {
+    {256, kAny, 2 << 20}, {1024, 1024, kAny}, {kAny, 128, kAny}};
+// The kernel loads whole vectors of each slice's h, the tail masked: with
+// H = 33, two bfloat16 vectors (64 lanes) or three float32 ones (48) carry
+// 33 values (7,33,33,1000 0.47x in bfloat16 at 33 rows, 0.83x in float32 at
+// 64). Below this share of the lanes used it keeps few rows.
+constexpr double kMinLaneUse = 0.9;
+constexpr int64_t kRowsAtLowLaneUse = 8;
 // Without the dot kernel, half types go through float32 GEMMs a slice at a
 // time where that beat the library's half-precision GEMM (AMD EPYC without
 // AVX-512): from 128 rows of B, or from 16 rows with 512 or more columns.
@@ -20,6 +53,39 @@ constexpr int64_t kSlicesWideK = 512;
 detail::ForcedRoute<Route> g_forced_route;
 
 bool is_half(Dtype d) { return d == Dtype::kFloat16 || d == Dtype::kBFloat16; }
+
+int64_t element_size(Dtype d) {
+  return d == Dtype::kFloat64 ? 8 : d == Dtype::kFloat32 ? 4 : 2;
+}
+
+template <size_t N>
+bool within(const KernelLimit (&table)[N], const Problem& p) {
+  const int64_t C = p.R * p.H;
+  for (const KernelLimit& limit : table) {
+    if (C <= limit.contraction) {
+      return p.B <= limit.rows && (p.K <= 0 || p.B <= limit.outputs / p.K);
+    }
+  }
+  return false;
+}
+
+// The measured tables' verdict for the dot kernel against the library's
+// GEMM, by the library's kind of CPU.
+bool dot_kernel_wins(const Problem& p) {
+  if (p.cpu.avx512_fp16) {
+    return p.B * p.K * p.R * p.H <= kDotMaxMacsBesideFp16Gemm;
+  }
+  if (p.dtype == Dtype::kFloat16) return true;
+  const int64_t lanes = 64 / element_size(p.dtype);
+  const int64_t loaded = (p.H + lanes - 1) / lanes * lanes;
+  if (p.H < kMinLaneUse * static_cast<double>(loaded) &&
+      p.B > kRowsAtLowLaneUse) {
+    return false;
+  }
+  return p.dtype == Dtype::kBFloat16  ? within(kBFloat16Limits, p)
+         : p.dtype == Dtype::kFloat32 ? within(kFloat32Limits, p)
+                                      : within(kFloat64Limits, p);
+}
 
 }  // namespace
 
@@ -73,13 +139,13 @@ Route choose_route(const Problem& p) {
   if (const auto forced = forced_route(); forced && can_run(*forced, p)) {
     return *forced;
   }
-  const int64_t macs = p.B * p.K * p.R * p.H;
-  if (can_run(Route::kDotKernel, p) &&
-      (!p.cpu.avx512_fp16 || macs <= kDotMaxMacsBesideFp16Gemm)) {
+  if (can_run(Route::kDotKernel, p) && dot_kernel_wins(p)) {
     return Route::kDotKernel;
   }
-  // Library half GEMMs without float16 arithmetic or AMX are slow.
-  const bool slow_half_gemm = !p.cpu.avx512_fp16 && !p.cpu.amx;
+  // Library half GEMMs without bfloat16 or float16 arithmetic or AMX are
+  // slow (with AVX-512 BF16, float16 never gets here).
+  const bool slow_half_gemm =
+      !p.cpu.avx512_bf16 && !p.cpu.avx512_fp16 && !p.cpu.amx;
   if (is_half(p.dtype) && slow_half_gemm &&
       (p.B >= kSlicesMinRows ||
        (p.B >= kSlicesMinRowsWideK && p.K >= kSlicesWideK))) {
