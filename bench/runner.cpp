@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #ifdef FGL_BENCH_CUDA
@@ -35,12 +36,14 @@ CaseResult run_case(const Case& c, const c10::Device& device,
 
   if (device.is_cpu()) {
     const Inputs in = random_inputs(c, device);
-    for (size_t p = 0; p < kComputations.size(); ++p) {
-      const Computation computation = kComputations[p];
-      result.latency[p] =
-          timing::time_calls([&] { run_computation(computation, in); }, device,
-                             config.warmup, config.replays);
+    std::vector<std::function<void()>> calls;
+    for (const Computation computation : kComputations) {
+      calls.emplace_back(
+          [&in, computation] { run_computation(computation, in); });
     }
+    const auto stats =
+        timing::time_calls_in_turns(calls, config.warmup, config.replays);
+    std::copy(stats.begin(), stats.end(), result.latency.begin());
   } else {
 #ifdef FGL_BENCH_CUDA
     std::vector<Inputs> sets = {random_inputs(c, device)};

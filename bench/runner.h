@@ -1,5 +1,6 @@
 // Measures one case: latency of every computation (CUDA-graph replays on a GPU,
-// steady-clock calls on the CPU) and accuracy against a float64 reference.
+// steady-clock calls in turns on the CPU) and accuracy against a float64
+// reference.
 #pragma once
 
 #include <c10/core/Device.h>

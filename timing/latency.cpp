@@ -57,4 +57,28 @@ LatencyStats time_calls(const std::function<void()>& fn,
   return summarize(std::move(samples_us));
 }
 
+std::vector<LatencyStats> time_calls_in_turns(
+    const std::vector<std::function<void()>>& fns, int warmup, int iters) {
+  const size_t n = fns.size();
+  for (int i = 0; i < warmup; ++i) {
+    for (const auto& fn : fns) fn();
+  }
+  std::vector<std::vector<double>> samples_us(n);
+  for (auto& s : samples_us) s.reserve(static_cast<size_t>(std::max(iters, 0)));
+  for (int i = 0; i < iters; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      const size_t k = (static_cast<size_t>(i) + j) % n;
+      const auto t0 = std::chrono::steady_clock::now();
+      fns[k]();
+      const std::chrono::duration<double, std::micro> dt =
+          std::chrono::steady_clock::now() - t0;
+      samples_us[k].push_back(dt.count());
+    }
+  }
+  std::vector<LatencyStats> stats;
+  stats.reserve(n);
+  for (auto& s : samples_us) stats.push_back(summarize(std::move(s)));
+  return stats;
+}
+
 }  // namespace fgl::timing

@@ -5,6 +5,7 @@
 #include <c10/core/Device.h>
 
 #include <functional>
+#include <vector>
 
 #include "latency_stats.h"
 
@@ -18,5 +19,14 @@ namespace fgl::timing {
 LatencyStats time_calls(const std::function<void()>& fn,
                         const c10::Device& device, int warmup, int iters,
                         const std::function<void(int)>& after_call = {});
+
+/// Times several CPU computations call by call in turns: after `warmup`
+/// untimed rounds, `iters` rounds each calling every fn once, round i
+/// starting with fns[i % fns.size()] (so no fn always follows the same one).
+/// A machine that slows down or speeds up during the run (clocks, other
+/// load) then shifts every computation alike, and their ratios hold where
+/// timing them one after another would not. One LatencyStats per fn.
+std::vector<LatencyStats> time_calls_in_turns(
+    const std::vector<std::function<void()>>& fns, int warmup, int iters);
 
 }  // namespace fgl::timing
