@@ -9,6 +9,18 @@
 #include <chrono>
 
 namespace fgl::timing {
+namespace {
+
+// One call of `fn`, timed by the steady clock, in microseconds.
+double steady_clock_us(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  const std::chrono::duration<double, std::micro> dt =
+      std::chrono::steady_clock::now() - t0;
+  return dt.count();
+}
+
+}  // namespace
 
 LatencyStats time_calls(const std::function<void()>& fn,
                         const c10::Device& device, int warmup, int iters,
@@ -25,11 +37,7 @@ LatencyStats time_calls(const std::function<void()>& fn,
   samples_us.reserve(static_cast<size_t>(std::max(iters, 0)));
   if (device.is_cpu()) {
     for (int i = 0; i < iters; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      fn();
-      const std::chrono::duration<double, std::micro> dt =
-          std::chrono::steady_clock::now() - t0;
-      samples_us.push_back(dt.count());
+      samples_us.push_back(steady_clock_us(fn));
       called();
     }
     return summarize(std::move(samples_us));
@@ -68,11 +76,7 @@ std::vector<LatencyStats> time_calls_in_turns(
   for (int i = 0; i < iters; ++i) {
     for (size_t j = 0; j < n; ++j) {
       const size_t k = (static_cast<size_t>(i) + j) % n;
-      const auto t0 = std::chrono::steady_clock::now();
-      fns[k]();
-      const std::chrono::duration<double, std::micro> dt =
-          std::chrono::steady_clock::now() - t0;
-      samples_us[k].push_back(dt.count());
+      samples_us[k].push_back(steady_clock_us(fns[k]));
     }
   }
   std::vector<LatencyStats> stats;
