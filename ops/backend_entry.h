@@ -1,9 +1,9 @@
 // The two entry points every compute backend registers (gather_linear and
 // gather_linear.out), around the backend's own
-//   void run(x, weight, bias, const GatherLinearSizes&, at::Tensor& out),
-// which computes into a checked [B, K] `out` with B, K and R*H > 0. Validation
-// and out='s overlap handling are the same for every backend, so they live here
-// once.
+//   void run(x, weight, bias, const GatherLinearSizes&, Output& out),
+// which computes into a checked [B, K] `out.get()` with B, K and R*H > 0.
+// Validation and out='s overlap handling are the same for every backend, so
+// they live here once.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -14,17 +14,50 @@
 
 namespace fgl::detail {
 
+/// The [B, K] tensor a backend's run() writes: out= itself, or the op's
+/// result, allocated at the first get(). A route that needs a temporary of
+/// its own (the concatenation of x) makes it first, in the order cat +
+/// Linear allocates the two: with glibc's allocator, which returns large
+/// blocks to the system and faults them in again, the other order left
+/// fgl's CPU GEMM routes slower than the reference's identical calls
+/// (bench/NOTES.md, "c10").
+class Output {
+ public:
+  explicit Output(at::Tensor& given) : tensor_(&given) {}
+  Output(const GatherLinearSizes& s, const at::TensorOptions& options)
+      : B_(s.B), K_(s.K), options_(options) {}
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  at::Tensor& get() {
+    if (tensor_ == nullptr) {
+      owned_ = at::empty({B_, K_}, options_);
+      tensor_ = &owned_;
+    }
+    return *tensor_;
+  }
+
+ private:
+  at::Tensor* tensor_ = nullptr;
+  at::Tensor owned_;
+  int64_t B_ = 0, K_ = 0;
+  at::TensorOptions options_;
+};
+
 // The cases every backend answers alike, before its run(): nothing to
 // compute (B or K is 0), and an empty contraction (R or H is 0), whose out
 // is the bias (zeros without one). Returns whether `out` was answered.
 inline bool answer_trivial(const std::optional<at::Tensor>& bias,
-                           const GatherLinearSizes& s, at::Tensor& out) {
-  if (out.numel() == 0) return true;
+                           const GatherLinearSizes& s, Output& out) {
+  if (s.B == 0 || s.K == 0) {
+    out.get();
+    return true;
+  }
   if (s.R * s.H != 0) return false;
   if (has_bias(bias)) {
-    out.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
+    out.get().copy_(bias->unsqueeze(0).expand({s.B, s.K}));
   } else {
-    out.zero_();
+    out.get().zero_();
   }
   return true;
 }
@@ -45,9 +78,9 @@ template <typename Run>
 at::Tensor gather_linear_with(const at::Tensor& x, const at::Tensor& weight,
                               const std::optional<at::Tensor>& bias, Run run) {
   const auto s = check_gather_linear_inputs(x, weight, bias);
-  at::Tensor out = at::empty({s.B, s.K}, x.options());
+  Output out(s, x.options());
   if (!answer_trivial(bias, s, out)) run(x, weight, bias, s, out);
-  return out;
+  return out.get();
 }
 
 // An `out` that may overlap an input (out_may_overlap_inputs) gets the
@@ -59,14 +92,15 @@ at::Tensor& gather_linear_out_with(const at::Tensor& x,
                                    at::Tensor& out, Run run) {
   const auto s = check_gather_linear_inputs(x, weight, bias);
   check_gather_linear_out(out, x, weight, bias, s);
-  if (answer_trivial(bias, s, out)) return out;
+  Output given(out);
+  if (answer_trivial(bias, s, given)) return out;
   if (out_may_overlap_inputs(out, x, weight, bias)) {
-    at::Tensor fresh = at::empty({s.B, s.K}, x.options());
+    Output fresh(s, x.options());
     run(x, weight, bias, s, fresh);
-    out.copy_(fresh);
+    out.copy_(fresh.get());
     return out;
   }
-  run(x, weight, bias, s, out);
+  run(x, weight, bias, s, given);
   return out;
 }
 

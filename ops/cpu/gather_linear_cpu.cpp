@@ -51,12 +51,13 @@ at::Tensor concatenation(const at::Tensor& x) {
 
 void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
                  const std::optional<at::Tensor>& bias,
-                 const detail::GatherLinearSizes& s, at::Tensor& out) {
+                 const detail::GatherLinearSizes& s, detail::Output& out) {
   // Half types accumulate in float32 across slices: summing R partial
   // products in bf16 would round R times.
   const bool reduced = at::isReducedFloatingType(x.scalar_type());
-  at::Tensor acc =
-      reduced ? at::empty({s.B, s.K}, x.options().dtype(at::kFloat)) : out;
+  at::Tensor acc = reduced
+                       ? at::empty({s.B, s.K}, x.options().dtype(at::kFloat))
+                       : out.get();
   if (detail::has_bias(bias)) {
     acc.copy_(bias->unsqueeze(0).expand({s.B, s.K}));
   } else {
@@ -73,14 +74,14 @@ void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
     }
   }
   if (reduced) {
-    out.copy_(acc);
+    out.get().copy_(acc);
   }
 }
 
 // Computes into `out` ([B, K], checked; B, K and R*H > 0).
 void run(const at::Tensor& x, const at::Tensor& weight,
          const std::optional<at::Tensor>& bias,
-         const detail::GatherLinearSizes& s, at::Tensor& out) {
+         const detail::GatherLinearSizes& s, detail::Output& out) {
   cpu::Problem problem;
   problem.cpu = cpu::detect_features();
   problem.dtype = dtype_of(x.scalar_type());
@@ -96,7 +97,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
       AT_DISPATCH_FLOATING_TYPES_AND2(
           at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cpu", [&] {
             const auto p = detail::make_params<scalar_t, scalar_t>(
-                x, weight, bias, out, s);
+                x, weight, bias, out.get(), s);
             // Threads own disjoint tiles of output features.
             const auto tiles = cpu::avx512_dot_tiles(s.B, s.R, s.H, s.K);
             at::parallel_for(0, tiles.count, tiles.grain,
@@ -109,11 +110,13 @@ void run(const at::Tensor& x, const at::Tensor& weight,
       break;  // never chosen: detect_features() reports no dot kernel
 #endif
     case cpu::Route::kGemmView:
-      detail::library_gemm(*detail::gathered_view(x), weight, bias, out);
+      detail::library_gemm(*detail::gathered_view(x), weight, bias, out.get());
       return;
-    case cpu::Route::kGemmCat:
-      detail::library_gemm(concatenation(x), weight, bias, out);
+    case cpu::Route::kGemmCat: {
+      const at::Tensor gathered = concatenation(x);  // before out
+      detail::library_gemm(gathered, weight, bias, out.get());
       return;
+    }
     case cpu::Route::kGemmSlices:
       break;
   }

@@ -102,18 +102,19 @@ cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
 // Computes into `out` ([B, K], checked; B, K and R*H > 0).
 void run(const at::Tensor& x, const at::Tensor& weight,
          const std::optional<at::Tensor>& bias,
-         const detail::GatherLinearSizes& s, at::Tensor& out) {
+         const detail::GatherLinearSizes& s, detail::Output& output) {
   const c10::cuda::CUDAGuard device_guard(x.device());
   const cuda::Problem problem =
       describe(x, weight, s, detail::has_gathered_view(x));
   const cuda::RouteChoice choice = cuda::choose(problem);
   const cuda::Route route = choice.route;
   if (route == cuda::Route::kCublasView) {
-    detail::library_gemm(*detail::gathered_view(x), weight, bias, out);
+    detail::library_gemm(*detail::gathered_view(x), weight, bias, output.get());
     return;
   }
   if (route == cuda::Route::kCublasCat) {
-    detail::library_gemm(at::cat(x.unbind(0), -1), weight, bias, out);
+    const at::Tensor gathered = at::cat(x.unbind(0), -1);  // before out
+    detail::library_gemm(gathered, weight, bias, output.get());
     return;
   }
   TORCH_CHECK(route != cuda::Route::kTiled || s.K <= cuda::max_tiled_k(),
@@ -121,6 +122,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
               cuda::max_tiled_k(),
               " output features one tiled CUDA launch covers");
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  at::Tensor& out = output.get();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cuda", [&] {
         using T = typename KernelType<scalar_t>::type;
