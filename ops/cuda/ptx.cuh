@@ -1,7 +1,8 @@
 // Thin wrappers over the instructions the fused kernels use: mbarriers,
 // bulk tensor copies (TMA), cp.async, shared-memory vectors, ldmatrix and
-// mma.sync. Each is one PTX instruction; callers guard their use with
-// __CUDA_ARCH__ >= 900, but for await_previous_grid, a no-op before sm_90.
+// mma.sync. Each is one PTX instruction (await_previous_grid two); callers
+// guard each with the architecture it needs (mma.sync sm_80, most sm_90),
+// but for await_previous_grid, a no-op before sm_90, and prefetch_l2 (any).
 #pragma once
 
 #include <cuda.h>
