@@ -172,14 +172,17 @@ TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
 }
 
 // The Hopper tensor-core kernel's tiles: a persistent block taking several
-// tiles in turn (more tiles than multiprocessors), rows and columns past B
-// and K in the last tiles, a long contraction over many stages, and H not a
-// multiple of the stage's width; float32 through its three TF32 products.
+// tiles in turn (more tiles than multiprocessors; at 6,8400,32,520 three a
+// block, each longer than the ring, so both consumer groups come round to
+// a stage again), rows and columns past B and K in the last tiles, a long
+// contraction over many stages, and H not a multiple of the stage's width;
+// float32 through its three TF32 products.
 TEST(TensorCoreKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  expect_exact_and_deterministic(
-      cuda::Route::kWgmma,
-      {{32, 300, 128, 520}, {3, 2100, 40, 2000}, {1, 130, 128, 257}});
+  expect_exact_and_deterministic(cuda::Route::kWgmma, {{32, 300, 128, 520},
+                                                       {3, 2100, 40, 2000},
+                                                       {1, 130, 128, 257},
+                                                       {6, 8400, 32, 520}});
 }
 
 // Allows TF32 in float32 matmuls (at::globalContext()) while it lives.

@@ -22,7 +22,8 @@
 // stages (an mbarrier pipeline), two consumer warp groups multiply with
 // wgmma (64 x 256 or 64 x 128 each, float32 accumulators), add the bias in
 // float32, round once to T and hand the tile back through shared memory to
-// TMA stores, while the producer already fills the next tile's stages.
+// TMA stores, while the producer already fills the next tile's stages and a
+// warp of the producer's group reads the next tile's bias.
 #pragma once
 
 #include <cutlass/arch/barrier.h>
@@ -127,6 +128,9 @@ struct Config {
                              make_shape(Int<kChunkRows>{}, Int<kChunkCols>{})));
   using TileC = Shape<Int<kChunkRows>, Int<kChunkCols>>;
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
+  // The tiles' bias, read by a warp of its own one tile ahead.
+  static constexpr int kBiasSlots = 2;
+  using BiasPipeline = cutlass::PipelineAsync<kBiasSlots>;
   static constexpr uint32_t kStageBytes = (kBM + kBN) * kBK * sizeof(Element);
 };
 
@@ -150,8 +154,9 @@ struct SharedStorage {
   alignas(1024) ArrayEngine<typename Cfg::Out,
                             cosize_v<typename Cfg::SmemLayoutC>> c[2][2];
   SmallParts<Cfg> small;
-  float bias[2][Cfg::kBN];  // each consumer warp group's copy of the bias
+  float bias[Cfg::kBiasSlots][Cfg::kBN];
   typename Cfg::Pipeline::SharedStorage pipeline;
+  typename Cfg::BiasPipeline::SharedStorage bias_pipeline;
 };
 
 // The tensors the copy engine is described over (host and device agree), of
@@ -357,6 +362,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   params.is_leader = threadIdx.x == 0;
   params.num_consumers = kConsumerThreads;
   Pipeline pipeline(smem.pipeline, params, Shape<_1, _1, _1>{});
+  // Where out goes through the copy engine, warp 1 reads each tile's bias
+  // into shared memory while the tile before is multiplied.
+  constexpr bool kBiasWarp = !std::is_same_v<TmaC, NoTmaStore>;
+  using BiasPipeline = typename Cfg::BiasPipeline;
+  typename BiasPipeline::Params bias_params;
+  bias_params.role =
+      threadIdx.x / 32 == 1
+          ? BiasPipeline::ThreadCategory::Producer
+          : (warp_group == 0 ? BiasPipeline::ThreadCategory::NonParticipant
+                             : BiasPipeline::ThreadCategory::Consumer);
+  bias_params.producer_arv_count = 32;
+  bias_params.consumer_arv_count = kConsumerThreads;
+  BiasPipeline bias_pipeline(smem.bias_pipeline, bias_params);
   cutlass::arch::fence_barrier_init();
   __syncthreads();
   ptx::await_previous_grid();
@@ -373,6 +391,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   // tile's stages while the consumers store the last one.
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<40>();
+    if (kBiasWarp && threadIdx.x / 32 == 1) {
+      auto state = cutlass::make_producer_start_state<BiasPipeline>();
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int64_t first = int64_t{tile % n_tiles} * kBN;
+        bias_pipeline.producer_acquire(state);
+        float* slot = smem.bias[state.index()];
+        for (int c = threadIdx.x % 32; c < kBN; c += 32) {
+          const int64_t n = first + c;
+          slot[c] = p.bias != nullptr && n < p.K
+                        ? to_acc(p.bias[n * p.bias_stride])
+                        : 0.0f;
+        }
+        bias_pipeline.producer_commit(state);
+        ++state;
+      }
+      return;
+    }
     if (threadIdx.x != 0) return;
     using Loaded = typename Cfg::Loaded;
     Tensor mA = tma_a.get_tma_tensor(shape(x_tensor<Loaded>(p)));
@@ -419,6 +454,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   cutlass::PipelineState<kStages> read;
   cutlass::PipelineState<kStages> release;
+  typename BiasPipeline::PipelineState bias_read;
   int pieces = 0;       // pieces of out this warp group has handed over
   int split_steps = 0;  // stages split so far: which remainders are next
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -426,16 +462,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     Tensor coords = thr.partition_C(local_tile(
         out_coords, Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block)));
     clear(accum);
-    if constexpr (!std::is_same_v<TmaC, NoTmaStore>) {
-      // The tile's bias, read while the first stage arrives; the previous
-      // tile's pieces have all been read from it (store_pieces' barriers).
-      for (int c = consumer % 128; c < kBN; c += 128) {
-        const int64_t n = int64_t{n_block} * kBN + c;
-        smem.bias[consumer / 128][c] = p.bias != nullptr && n < p.K
-                                           ? to_acc(p.bias[n * p.bias_stride])
-                                           : 0.0f;
-      }
-    }
     if constexpr (kSplit) {
       // Stages go in pairs. Each stage's weight is split in shared memory and
       // its x in registers (one register set per stage of a pair), then
@@ -565,9 +591,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
       store_tile<kSplit>(p, accum, coords);
     } else {
+      bias_pipeline.consumer_wait(bias_read);
       store_pieces<Cfg>(tma_c, p, accum, smem.c[consumer / 128],
-                        smem.bias[consumer / 128], m_block, n_block, consumer,
-                        pieces);
+                        smem.bias[bias_read.index()], m_block, n_block,
+                        consumer, pieces);
+      bias_pipeline.consumer_release(bias_read);
+      ++bias_read;
     }
   }
   if constexpr (!std::is_same_v<TmaC, NoTmaStore>) {
