@@ -154,6 +154,7 @@ TEST(GatherLinearLarge, OffsetsPast2To31OnGpu) {
   for (const std::optional<cuda::Route> route :
        {std::optional<cuda::Route>{}, std::optional{cuda::Route::kWarpDot},
         std::optional{cuda::Route::kStream}, std::optional{cuda::Route::kWgmma},
+        std::optional{cuda::Route::kWgmmaPingpong},
         std::optional{cuda::Route::kTiled}}) {
     const ScopedRoute forced(route);
     for (const auto dtype : supported_dtypes()) {

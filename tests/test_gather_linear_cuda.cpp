@@ -169,6 +169,7 @@ TEST(WarpMmaKernel, NanAndInfPropagateAsInTheReference) {
 TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmma);
+  expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaPingpong);
 }
 
 // The Hopper tensor-core kernel's tiles: a persistent block taking several
@@ -176,13 +177,17 @@ TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
 // block, each longer than the ring, so both consumer groups come round to
 // a stage again), rows and columns past B and K in the last tiles, a long
 // contraction over many stages, and H not a multiple of the stage's width;
-// float32 through its three TF32 products.
+// float32 through its three TF32 products. Both schedules (float32 has only
+// the shared one; forced to ping-pong it takes the policy's route).
 TEST(TensorCoreKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  expect_exact_and_deterministic(cuda::Route::kWgmma, {{32, 300, 128, 520},
-                                                       {3, 2100, 40, 2000},
-                                                       {1, 130, 128, 257},
-                                                       {6, 8400, 32, 520}});
+  for (const auto route : {cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong}) {
+    SCOPED_TRACE(cuda::route_name(route));
+    expect_exact_and_deterministic(route, {{32, 300, 128, 520},
+                                           {3, 2100, 40, 2000},
+                                           {1, 130, 128, 257},
+                                           {6, 8400, 32, 520}});
+  }
 }
 
 // Allows TF32 in float32 matmuls (at::globalContext()) while it lives.
@@ -285,7 +290,8 @@ TEST(GatherLinearCuda, DependentLaunchesSeeTheCallsBeforeThem) {
       };
       for (const cuda::Route route :
            {cuda::Route::kWarpDot, cuda::Route::kWarpMma, cuda::Route::kStream,
-            cuda::Route::kWgmma, cuda::Route::kTiled}) {
+            cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
+            cuda::Route::kTiled}) {
         SCOPED_TRACE(::testing::Message()
                      << cuda::route_name(route) << " " << s << " " << dtype);
         const ScopedRoute forced(route);

@@ -383,6 +383,15 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   force_route(Route::kWgmma);
   EXPECT_EQ(choose_route(p), Route::kWgmma);
   EXPECT_EQ(choose_route(ampere), Route::kCublasCat);
+  // The ping-pong schedule: half types only.
+  EXPECT_TRUE(can_run_wgmma_pingpong(p));
+  EXPECT_FALSE(can_run_wgmma_pingpong(ampere));
+  auto single = p;
+  single.element_size = 4;
+  EXPECT_FALSE(can_run_wgmma_pingpong(single));
+  force_route(Route::kWgmmaPingpong);
+  EXPECT_EQ(choose_route(p), Route::kWgmmaPingpong);
+  EXPECT_NE(choose_route(single), Route::kWgmmaPingpong);
   force_route(std::nullopt);
 }
 
@@ -402,11 +411,24 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 1024, 2)), Route::kWgmma);
-  // Too few tiles for the multiprocessors, or a weight past L2: cuBLAS.
+  // From 64 of those tiles to one a multiprocessor, up to 8 MiB of weight:
+  // the ping-pong schedule.
+  EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 2)),
+            Route::kWgmmaPingpong);
+  EXPECT_EQ(choose_route(h200_wgmma(32, 8192, 128, 256, 2)),
+            Route::kWgmmaPingpong);
+  EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 1024, 2)),
+            Route::kWgmmaPingpong);
+  EXPECT_EQ(choose_route(h200_wgmma(4, 16384, 64, 256, 2)),
+            Route::kWgmmaPingpong);
+  // Fewer tiles, tiles between one and two a multiprocessor, or more
+  // weight: cuBLAS.
+  EXPECT_EQ(choose_route(h200_wgmma(8, 512, 64, 1024, 2)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 4352, 64, 1024, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(32, 512, 128, 4096, 2)), Route::kCublasCat);
-  EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 2)),
             Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 16384, 2)), Route::kCublasCat);
   // float32 through three TF32 products from 64 of its 128 x 128 tiles,
   // whatever the weight; cuBLAS keeps fewer tiles, float32 where TF32 is
   // allowed (the kernel's TF32 instance lost there) and float64; so do

@@ -85,9 +85,17 @@ constexpr int64_t kWgmmaSplitTileCols = 128;
 // Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
 // enough for two per multiprocessor (fewer leave most of them idle for a
 // long contraction), and a weight that stays in L2 while the tiles in
-// flight, spread along K, read it.
+// flight, spread along K, read it. At K = 16384 it lost with 16 MiB of
+// weight too (v21), so K stays within what won.
 constexpr int64_t kMinWgmmaTiles = 256;
 constexpr int64_t kMaxWgmmaWeightBytes = int64_t{32} << 20;
+constexpr int64_t kMaxWgmmaHalfK = 4096;
+// Its ping-pong schedule (bench/NOTES.md, "v21") beat both cat + cuBLAS and
+// the shared tiles on half-type problems of 64 tiles to one a
+// multiprocessor (its 64-row tiles, twice as many, keep more of them busy)
+// with up to 8 MiB of weight; with fewer tiles or more weight it lost.
+constexpr int64_t kMinWgmmaPingpongTiles = 64;
+constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
 // float32's three-product instance (bench/NOTES.md, "v18") beat cat +
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
@@ -177,7 +185,15 @@ bool wgmma_wins(const Problem& p) {
     return !p.tf32_allowed && wgmma_tiles(p) >= kMinWgmmaSplitTiles;
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
+         p.K <= kMaxWgmmaHalfK &&
          p.K * p.R * p.H * p.element_size <= kMaxWgmmaWeightBytes;
+}
+
+bool wgmma_pingpong_wins(const Problem& p) {
+  const int64_t tiles = wgmma_tiles(p);
+  return p.element_size == 2 && tiles >= kMinWgmmaPingpongTiles &&
+         tiles <= p.sm_count &&
+         p.K * p.R * p.H * p.element_size <= kMaxWgmmaPingpongWeightBytes;
 }
 
 detail::ForcedRoute<Route> g_forced_route;
@@ -216,6 +232,8 @@ const char* route_name(Route route) {
       return "stream";
     case Route::kWgmma:
       return "wgmma";
+    case Route::kWgmmaPingpong:
+      return "wgmma-pingpong";
     case Route::kTiled:
       return "tiled";
     case Route::kCublasView:
@@ -381,6 +399,10 @@ bool can_run_wgmma(const Problem& p) {
          wgmma_tiles(p) <= INT32_MAX;
 }
 
+bool can_run_wgmma_pingpong(const Problem& p) {
+  return can_run_wgmma(p) && p.element_size == 2;
+}
+
 RouteChoice choose(const Problem& p) {
   const Route fallback =
       p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
@@ -393,6 +415,8 @@ RouteChoice choose(const Problem& p) {
       if (auto plan = plan_warp_mma(p)) return taking(*plan);
     } else if (*forced == Route::kWgmma) {
       if (can_run_wgmma(p)) return taking(Route::kWgmma);
+    } else if (*forced == Route::kWgmmaPingpong) {
+      if (can_run_wgmma_pingpong(p)) return taking(Route::kWgmmaPingpong);
     } else if (*forced != Route::kCublasView || p.x_gathered_view) {
       return taking(*forced);
     }
@@ -419,6 +443,9 @@ RouteChoice choose(const Problem& p) {
   // Planned only where the table streams: the call's host-side cost.
   if (stream) {
     if (auto plan = plan_stream(p)) return taking(*plan);
+  }
+  if (wgmma_pingpong_wins(p) && can_run_wgmma_pingpong(p)) {
+    return taking(Route::kWgmmaPingpong);
   }
   if (wgmma_wins(p) && can_run_wgmma(p)) return taking(Route::kWgmma);
   return taking(fallback);

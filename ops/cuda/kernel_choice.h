@@ -37,19 +37,21 @@ struct Problem {
 };
 
 enum class Route {
-  kWarpDot,     // warp_dot_kernel.cuh: small problems, one warp a column
-  kWarpMma,     // warp_mma_kernel.cuh: 16-bit decode, warps on tensor cores
-  kStream,      // stream_kernel.cuh: the weight streamed once, few rows
-  kWgmma,       // sm90/wgmma_kernel.cuh: many rows, Hopper tensor cores
-  kTiled,       // tiled_kernel.cuh: any problem, CUDA cores
-  kCublasView,  // one cuBLAS GEMM over x's gathered view
-  kCublasCat,   // cat + one cuBLAS GEMM: the reference's own route
+  kWarpDot,        // warp_dot_kernel.cuh: small problems, one warp a column
+  kWarpMma,        // warp_mma_kernel.cuh: 16-bit decode, warps on tensor cores
+  kStream,         // stream_kernel.cuh: the weight streamed once, few rows
+  kWgmma,          // sm90/wgmma_kernel.cuh: many rows, Hopper tensor cores
+  kWgmmaPingpong,  // the same, each consumer warp group its own tiles
+  kTiled,          // tiled_kernel.cuh: any problem, CUDA cores
+  kCublasView,     // one cuBLAS GEMM over x's gathered view
+  kCublasCat,      // cat + one cuBLAS GEMM: the reference's own route
 };
 
 /// Every route, in the order above.
-inline constexpr Route kRoutes[] = {
-    Route::kWarpDot, Route::kWarpMma,    Route::kStream,   Route::kWgmma,
-    Route::kTiled,   Route::kCublasView, Route::kCublasCat};
+inline constexpr Route kRoutes[] = {Route::kWarpDot,       Route::kWarpMma,
+                                    Route::kStream,        Route::kWgmma,
+                                    Route::kWgmmaPingpong, Route::kTiled,
+                                    Route::kCublasView,    Route::kCublasCat};
 
 const char* route_name(Route route);
 
@@ -107,6 +109,9 @@ std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p);
 /// readable by the copy engine, and every size (and the tiles of out) below
 /// 2^31.
 bool can_run_wgmma(const Problem& p);
+/// Whether its ping-pong schedule can take `p`: can_run_wgmma(p), float16
+/// or bfloat16.
+bool can_run_wgmma_pingpong(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
 /// kStream.

@@ -23,7 +23,10 @@
 // wgmma (64 x 256 or 64 x 128 each, float32 accumulators), add the bias in
 // float32, round once to T and hand the tile back through shared memory to
 // TMA stores, while the producer already fills the next tile's stages and a
-// warp of the producer's group reads the next tile's bias.
+// warp of the producer's group reads the next tile's bias. In the ping-pong
+// schedule (half types) each consumer warp group takes 64 x 256 tiles of
+// its own instead, the two in turn, so that one's epilogue overlaps the
+// other's multiplies.
 #pragma once
 
 #include <cutlass/arch/barrier.h>
@@ -68,18 +71,24 @@ struct Types<float> {
   using Pair = float2;
 };
 
-inline constexpr int kBM = 128;  // rows of B per block
 inline constexpr int kStages = 4;
 inline constexpr int kChunkRows = 64;         // out goes back in 64-row pieces
 inline constexpr int kConsumerThreads = 256;  // two warp groups
 inline constexpr int kThreads = 128 + kConsumerThreads;
 
 /// kSplit: float32 as three TF32 products of split values (float32
-/// accuracy) instead of one TF32 pass.
-template <typename T, bool kSplit = false>
+/// accuracy) instead of one TF32 pass. kPingpong: each consumer warp group
+/// takes tiles of its own (64 x kBN), the two in turn, so that one rounds
+/// and stores its tile while the other multiplies (CUTLASS's "ping-pong");
+/// otherwise both share each stage of a 128 x kBN tile (and the split's
+/// work on it).
+template <typename T, bool kSplit = false, bool kPingpong_ = false>
 struct Config {
   static_assert(!kSplit || std::is_same_v<T, float>, "a float32 instance");
+  static_assert(!(kSplit && kPingpong_), "the split shares its stages");
   static constexpr bool kSplitTf32 = kSplit;
+  static constexpr bool kPingpong = kPingpong_;
+  static constexpr int kBM = kPingpong ? 64 : 128;  // rows of B per tile
   using Element = typename Types<T>::Operand;
   // What the copy engine loads: the operand, or float32 to be split.
   using Loaded = std::conditional_t<kSplit, float, Element>;
@@ -108,7 +117,7 @@ struct Config {
   using SmemLayoutSmallB = decltype(tile_to_shape(
       GMMA::Layout_K_SW128_Atom<Element>{},
       make_shape(Int<kBN>{}, Int<kBK>{}, Int<kSmallStages>{})));
-  // Each consumer warp group owns 64 of the block's 128 rows. The split
+  // A consumer warp group multiplies 64 rows of a tile. The split
   // takes x from registers (split there), so that the tensor cores read only
   // the weight from shared memory, whose bandwidth the three products and
   // the split share.
@@ -120,7 +129,7 @@ struct Config {
                                         GMMA::Major::K, GMMA::Major::K>()),
           decltype(GMMA::ss_op_selector<Element, Element, float, MmaShape,
                                         GMMA::Major::K, GMMA::Major::K>())>{},
-      Layout<Shape<_2, _1, _1>>{}));
+      Layout<Shape<Int<kBM / 64>, _1, _1>>{}));
   // One consumer warp group's 64-row piece of out on its way to the copy
   // engine, swizzled like the operands (conflict-free pair stores).
   using SmemLayoutC =
@@ -253,7 +262,7 @@ template <typename Cfg, typename T, typename TmaC, typename Accum,
           typename Buffers>
 __device__ __forceinline__ void store_pieces(
     const TmaC& tma_c, const GatherLinearParams<T>& p, const Accum& accum,
-    Buffers& buffers, const float* bias, int m_block, int n_block, int consumer,
+    Buffers& buffers, const float* bias, int m_chunk, int n_block, int consumer,
     int& pieces) {
   const int group = consumer / 128, thread = consumer % 128;
   const int warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
@@ -277,7 +286,7 @@ __device__ __forceinline__ void store_pieces(
         const int i = 4 * (piece * kCols / 8 + j) + 2 * half;
         const int row = 16 * warp + g + 8 * half;
         const int column = 8 * j + 2 * t;
-        const int m = (2 * m_block + group) * kChunkRows + row;
+        const int m = m_chunk * kChunkRows + row;
         const int n = n_block * Cfg::kBN + piece * kCols + column;
         const float* b = bias + piece * kCols + column;
         Pair<T> pair;
@@ -291,9 +300,9 @@ __device__ __forceinline__ void store_pieces(
     tma_store_fence();  // the stores above, visible to the copy engine
     cutlass::arch::NamedBarrier::sync(128, barrier);
     if (thread == 0) {
-      Tensor gC = local_tile(mC, typename Cfg::TileC{},
-                             make_coord(2 * m_block + group,
-                                        n_block * (Cfg::kBN / kCols) + piece));
+      Tensor gC =
+          local_tile(mC, typename Cfg::TileC{},
+                     make_coord(m_chunk, n_block * (Cfg::kBN / kCols) + piece));
       auto [tCgC, tCsC] =
           tma_partition(tma_c, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sC),
                         group_modes<0, 2>(gC));
@@ -330,24 +339,29 @@ __device__ __forceinline__ void split_in_place(const void* values,
   }
 }
 
-// The consumers' named barrier for the split stage (0 is __syncthreads',
-// 1 and 2 store_pieces').
+// The consumers' named barriers (0 is __syncthreads', 1 and 2 store_pieces'):
+// for the split stage,
 inline constexpr uint32_t kSplitBarrier = 3;
+// and for ping-pong's turns at the ring: group g waits on kTurnBarrier + g.
+inline constexpr uint32_t kTurnBarrier = 4;
 
 /// Grid: persistent, at most one block per multiprocessor, each taking the
 /// kBM x kBN tiles of out in turn, columns fastest (the tiles in flight
 /// share their x rows in L2). kThreads threads; dynamic shared memory
-/// sizeof(SharedStorage<Config<T, kSplit>>).
-template <typename T, bool kSplit, typename TmaA, typename TmaB, typename TmaC>
+/// sizeof(SharedStorage<Config<T, kSplit, kPingpong>>).
+template <typename T, bool kSplit, bool kPingpong, typename TmaA, typename TmaB,
+          typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
                                const __grid_constant__ TmaB tma_b,
                                const __grid_constant__ TmaC tma_c,
                                const GatherLinearParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Cfg = Config<T, kSplit>;
+  using Cfg = Config<T, kSplit, kPingpong>;
   using Pipeline = typename Cfg::Pipeline;
-  constexpr int kBN = Cfg::kBN;
+  constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN;
+  // The threads that multiply a tile (and release its stages).
+  constexpr int kTileThreads = Cfg::kPingpong ? 128 : kConsumerThreads;
   extern __shared__ char smem_raw[];
   auto& smem = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw);
 
@@ -360,7 +374,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   params.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer
                                 : Pipeline::ThreadCategory::Consumer;
   params.is_leader = threadIdx.x == 0;
-  params.num_consumers = kConsumerThreads;
+  params.num_consumers = kTileThreads;
   Pipeline pipeline(smem.pipeline, params, Shape<_1, _1, _1>{});
   // Where out goes through the copy engine, warp 1 reads each tile's bias
   // into shared memory while the tile before is multiplied.
@@ -373,7 +387,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           : (warp_group == 0 ? BiasPipeline::ThreadCategory::NonParticipant
                              : BiasPipeline::ThreadCategory::Consumer);
   bias_params.producer_arv_count = 32;
-  bias_params.consumer_arv_count = kConsumerThreads;
+  bias_params.consumer_arv_count = kTileThreads;
   BiasPipeline bias_pipeline(smem.bias_pipeline, bias_params);
   cutlass::arch::fence_barrier_init();
   __syncthreads();
@@ -445,7 +459,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   cutlass::arch::warpgroup_reg_alloc<232>();
   typename Cfg::TiledMma mma;
   const int consumer = threadIdx.x - 128;
-  auto thr = mma.get_thread_slice(consumer);
+  const int group = consumer / 128;
+  auto thr = mma.get_thread_slice(consumer % kTileThreads);
   Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
   Tensor accum =
       partition_fragment_C(mma, Shape<Int<kBM>, Int<kBN>>{});  // float32
@@ -457,7 +472,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   typename BiasPipeline::PipelineState bias_read;
   int pieces = 0;       // pieces of out this warp group has handed over
   int split_steps = 0;  // stages split so far: which remainders are next
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  // In ping-pong the block's tiles go to the two warp groups in turn: each
+  // passes over the other's stages and bias.
+  const auto pass_over_a_tile = [&] {
+    read.advance(steps);
+    release.advance(steps);
+    bias_read.advance(1);
+  };
+  if (Cfg::kPingpong && group == 1) pass_over_a_tile();
+  const int tile_stride = Cfg::kPingpong ? 2 * gridDim.x : gridDim.x;
+  for (int tile = blockIdx.x + (Cfg::kPingpong ? group * gridDim.x : 0);
+       tile < tiles; tile += tile_stride) {
     const int m_block = tile / n_tiles, n_block = tile % n_tiles;
     Tensor coords = thr.partition_C(local_tile(
         out_coords, Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block)));
@@ -565,6 +590,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       fold();
     } else {
       Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));
+      // In ping-pong a group waits for the other's turn at the ring to end:
+      // the ring's waits go by phase parity, which tells a stage's fills
+      // apart only one round ahead.
+      if (Cfg::kPingpong && tile >= static_cast<int>(gridDim.x)) {
+        cutlass::arch::NamedBarrier::sync(kConsumerThreads,
+                                          kTurnBarrier + group);
+      }
       for (int step = 0; step < steps; ++step) {
         pipeline.consumer_wait(read);
         warpgroup_fence_operand(accum);
@@ -582,6 +614,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         ++read;
       }
+      if (Cfg::kPingpong && tile + static_cast<int>(gridDim.x) < tiles) {
+        cutlass::arch::NamedBarrier::arrive(kConsumerThreads,
+                                            kTurnBarrier + 1 - group);
+      }
       warpgroup_wait<0>();
       warpgroup_fence_operand(accum);
       pipeline.consumer_release(release);
@@ -592,12 +628,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       store_tile<kSplit>(p, accum, coords);
     } else {
       bias_pipeline.consumer_wait(bias_read);
-      store_pieces<Cfg>(tma_c, p, accum, smem.c[consumer / 128],
-                        smem.bias[bias_read.index()], m_block, n_block,
+      // The tile's 64-row chunk this group stores.
+      const int m_chunk = Cfg::kPingpong ? m_block : 2 * m_block + group;
+      store_pieces<Cfg>(tma_c, p, accum, smem.c[group],
+                        smem.bias[bias_read.index()], m_chunk, n_block,
                         consumer, pieces);
       bias_pipeline.consumer_release(bias_read);
       ++bias_read;
     }
+    if (Cfg::kPingpong) pass_over_a_tile();
   }
   if constexpr (!std::is_same_v<TmaC, NoTmaStore>) {
     // Shared memory stays until the copy engine has read the last pieces.

@@ -13,10 +13,10 @@
 namespace fgl::cuda {
 namespace {
 
-template <typename T, bool kSplit>
+template <typename T, bool kSplit, bool kPingpong>
 cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
   using namespace wgmma;
-  using Cfg = Config<T, kSplit>;
+  using Cfg = Config<T, kSplit, kPingpong>;
   using Loaded = typename Cfg::Loaded;
   const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor<Loaded>(p),
                                    typename Cfg::SmemLayoutA{}(_, _, 0),
@@ -32,11 +32,12 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
     return err;
   }
   const int64_t tiles =
-      (p.B + kBM - 1) / kBM * ((p.K + Cfg::kBN - 1) / Cfg::kBN);
+      (p.B + Cfg::kBM - 1) / Cfg::kBM * ((p.K + Cfg::kBN - 1) / Cfg::kBN);
   const auto blocks = static_cast<unsigned>(std::min<int64_t>(tiles, sm_count));
   const auto start = [&](const auto& tma_c) {
     const auto kernel =
-        gather_linear_wgmma_kernel<T, kSplit, decltype(tma_a), decltype(tma_b),
+        gather_linear_wgmma_kernel<T, kSplit, kPingpong, decltype(tma_a),
+                                   decltype(tma_b),
                                    std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
     if (const auto err = cudaFuncSetAttribute(
@@ -58,19 +59,23 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
 }  // namespace
 
 template <typename T>
-cudaError_t launch_wgmma(const GatherLinearParams<T>& p, bool tf32_allowed,
-                         cudaStream_t stream) {
+cudaError_t launch_wgmma(const GatherLinearParams<T>& p, bool pingpong,
+                         bool tf32_allowed, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
-    if (!tf32_allowed) return launch<T, true>(p, stream);
+    if (pingpong) return cudaErrorNotSupported;
+    if (!tf32_allowed) return launch<T, true, false>(p, stream);
+    return launch<T, false, false>(p, stream);
+  } else {
+    if (pingpong) return launch<T, false, true>(p, stream);
+    return launch<T, false, false>(p, stream);
   }
-  return launch<T, false>(p, stream);
 }
 
 template cudaError_t launch_wgmma<float>(const GatherLinearParams<float>&, bool,
-                                         cudaStream_t);
+                                         bool, cudaStream_t);
 template cudaError_t launch_wgmma<__half>(const GatherLinearParams<__half>&,
-                                          bool, cudaStream_t);
+                                          bool, bool, cudaStream_t);
 template cudaError_t launch_wgmma<__nv_bfloat16>(
-    const GatherLinearParams<__nv_bfloat16>&, bool, cudaStream_t);
+    const GatherLinearParams<__nv_bfloat16>&, bool, bool, cudaStream_t);
 
 }  // namespace fgl::cuda
