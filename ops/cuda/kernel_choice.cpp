@@ -105,6 +105,10 @@ constexpr int64_t kClusterCostStages = 4;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+int64_t weight_bytes(const Problem& p) {
+  return p.K * p.R * p.H * p.element_size;
+}
+
 // Rows of B per block: the kernel's instances by element size. The tensor
 // cores take n8 tiles (float16, bfloat16, float32); the CUDA cores hold
 // kRows x 4 accumulators per lane (float64, and float32 below 8 rows, where
@@ -122,9 +126,8 @@ int rows_per_block(int element_size, int64_t B) {
 
 // The measured table's verdict for the warp-dot kernel on the H200.
 bool warp_dot_wins(const Problem& p) {
-  const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
   const int64_t row_tiles = ceil_div(p.B, warp_dot::rows_per_warp(p.B));
-  const int64_t read = weight_bytes * row_tiles;
+  const int64_t read = weight_bytes(p) * row_tiles;
   switch (p.element_size) {
     case 2:
       return read <= kWarpDotMaxReadHalf &&
@@ -140,33 +143,33 @@ bool warp_dot_wins(const Problem& p) {
 // The measured table's verdict for the warp-mma kernel on the H200.
 bool warp_mma_wins(const Problem& p) {
   if (p.K < kMinWarpMmaColumns) return false;
-  const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
+  const int64_t weight = weight_bytes(p);
   const int64_t rows_per_pass =
       int64_t{warp_mma::kRowsPerTile} * warp_mma::kMaxRowTiles;
   if (p.element_size == 4) {
     // Under TF32 cuBLAS takes one pass, this kernel still three.
     if (p.tf32_allowed || p.B <= rows_per_pass || p.B > kMaxWarpMmaRowsFloat ||
-        weight_bytes > kWarpMmaMaxWeightFloat ||
+        weight > kWarpMmaMaxWeightFloat ||
         p.R * p.H < kMinWarpMmaContractionFloat) {
       return false;
     }
     return p.B <= 2 * rows_per_pass || p.B > kMaxStreamRowsFloat ||
-           weight_bytes <= kWarpMmaStreamWeightFloat ||
+           weight <= kWarpMmaStreamWeightFloat ||
            p.R * p.H >= kWarpMmaLongContraction;
   }
   if (p.element_size != 2) return false;
-  if (p.B >= 2 && p.B <= 4 && weight_bytes <= kWarpDotMaxReadHalf) {
+  if (p.B >= 2 && p.B <= 4 && weight <= kWarpDotMaxReadHalf) {
     return false;
   }
-  return p.B <= rows_per_pass || (p.B <= 2 * rows_per_pass &&
-                                  weight_bytes <= kWarpMmaMaxWeightTwoTiles);
+  return p.B <= rows_per_pass ||
+         (p.B <= 2 * rows_per_pass && weight <= kWarpMmaMaxWeightTwoTiles);
 }
 
 // The measured table's verdict for cat + cuBLAS over the fused decode
 // kernels: 16-bit, two n-tiles, a very large weight.
 bool cublas_wins_half_decode(const Problem& p) {
   return p.element_size == 2 && p.B > warp_mma::kRowsPerTile &&
-         p.K * p.R * p.H * p.element_size > kMaxFusedWeightHalfTwoTiles;
+         weight_bytes(p) > kMaxFusedWeightHalfTwoTiles;
 }
 
 // Tiles of out the Hopper tensor-core kernel covers `p` with.
@@ -185,15 +188,14 @@ bool wgmma_wins(const Problem& p) {
     return !p.tf32_allowed && wgmma_tiles(p) >= kMinWgmmaSplitTiles;
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
-         p.K <= kMaxWgmmaHalfK &&
-         p.K * p.R * p.H * p.element_size <= kMaxWgmmaWeightBytes;
+         p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes;
 }
 
+// The measured table's verdict for its ping-pong schedule (v21).
 bool wgmma_pingpong_wins(const Problem& p) {
   const int64_t tiles = wgmma_tiles(p);
   return p.element_size == 2 && tiles >= kMinWgmmaPingpongTiles &&
-         tiles <= p.sm_count &&
-         p.K * p.R * p.H * p.element_size <= kMaxWgmmaPingpongWeightBytes;
+         tiles <= p.sm_count && weight_bytes(p) <= kMaxWgmmaPingpongWeightBytes;
 }
 
 detail::ForcedRoute<Route> g_forced_route;
@@ -315,11 +317,10 @@ std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p) {
         plan.row_tiles;
     if (blocks >= p.sm_count) plan.threads = kWarpMmaWideBlock;
   }
-  const int64_t weight_bytes = p.K * C * p.element_size;
   plan.prefetch_first_step =
-      half && weight_bytes >= (plan.row_tiles_per_warp == 1
-                                   ? kWarpMmaPrefetchWeightOneTile
-                                   : kWarpMmaPrefetchWeightTwoTiles);
+      half && weight_bytes(p) >= (plan.row_tiles_per_warp == 1
+                                      ? kWarpMmaPrefetchWeightOneTile
+                                      : kWarpMmaPrefetchWeightTwoTiles);
   plan.column_tiles = ceil_div(
       p.K, int64_t{warp_mma::kColumns} * (plan.threads / 32 / plan.splits));
   if (plan.column_tiles > INT32_MAX) return std::nullopt;
@@ -434,11 +435,10 @@ RouteChoice choose(const Problem& p) {
   if (p.element_size == 2) {
     stream = p.B <= kMaxStreamRowsHalf;
   } else if (p.element_size == 4) {
-    const int64_t weight_bytes = p.K * p.R * p.H * p.element_size;
     const int64_t max_rows = p.R * p.H >= kShortContraction
                                  ? kMaxStreamRowsFloat
                                  : kMaxShortStreamRowsFloat;
-    stream = p.B <= max_rows && weight_bytes >= kMinFloatWeightBytes;
+    stream = p.B <= max_rows && weight_bytes(p) >= kMinFloatWeightBytes;
   }
   // Planned only where the table streams: the call's host-side cost.
   if (stream) {
