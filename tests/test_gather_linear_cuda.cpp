@@ -170,6 +170,7 @@ TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmma);
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaPingpong);
+  expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaSplit);
 }
 
 // The Hopper tensor-core kernel's tiles: a persistent block taking several
@@ -181,12 +182,18 @@ TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
 // the shared one; forced to ping-pong it takes the policy's route).
 TEST(TensorCoreKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  for (const auto route : {cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong}) {
+  for (const auto route : {cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
+                           cuda::Route::kWgmmaSplit}) {
     SCOPED_TRACE(cuda::route_name(route));
+    // The split takes 32,300,128,520 and 16,130,128,700 in clusters of 8,
+    // 16,200,64,300 in 4 and 4,200,128,300 in 2 (on the H200).
     expect_exact_and_deterministic(route, {{32, 300, 128, 520},
                                            {3, 2100, 40, 2000},
                                            {1, 130, 128, 257},
-                                           {6, 8400, 32, 520}});
+                                           {6, 8400, 32, 520},
+                                           {16, 130, 128, 700},
+                                           {16, 200, 64, 300},
+                                           {4, 200, 128, 300}});
   }
 }
 
@@ -291,7 +298,7 @@ TEST(GatherLinearCuda, DependentLaunchesSeeTheCallsBeforeThem) {
       for (const cuda::Route route :
            {cuda::Route::kWarpDot, cuda::Route::kWarpMma, cuda::Route::kStream,
             cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
-            cuda::Route::kTiled}) {
+            cuda::Route::kWgmmaSplit, cuda::Route::kTiled}) {
         SCOPED_TRACE(::testing::Message()
                      << cuda::route_name(route) << " " << s << " " << dtype);
         const ScopedRoute forced(route);

@@ -393,6 +393,22 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   EXPECT_EQ(choose_route(p), Route::kWgmmaPingpong);
   EXPECT_NE(choose_route(single), Route::kWgmmaPingpong);
   force_route(std::nullopt);
+  // The split schedule: clusters of 8, 4 and 2 while one a tile are
+  // resident at once and each block keeps 4 steps; pairs past that.
+  const std::array<int, 3> resident{16, 30, 66};
+  EXPECT_EQ(wgmma_cluster_splits(9, 64, resident), 8);
+  EXPECT_EQ(wgmma_cluster_splits(17, 64, resident), 4);
+  EXPECT_EQ(wgmma_cluster_splits(9, 16, resident), 4);
+  EXPECT_EQ(wgmma_cluster_splits(9, 8, resident), 2);
+  EXPECT_EQ(wgmma_cluster_splits(100, 64, resident), 2);
+  EXPECT_EQ(wgmma_cluster_splits(4, 7, resident), 1);
+  EXPECT_FALSE(can_run_wgmma_split(p));  // 32,4096,128,4096: 512 tiles
+  auto few = p;
+  few.B = 300;
+  few.K = 520;
+  EXPECT_TRUE(can_run_wgmma_split(few));
+  few.element_size = 4;
+  EXPECT_FALSE(can_run_wgmma_split(few));
 }
 
 // A problem the Hopper tensor-core kernel can read, in a build that has it.
@@ -421,6 +437,31 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
             Route::kWgmmaPingpong);
   EXPECT_EQ(choose_route(h200_wgmma(4, 16384, 64, 256, 2)),
             Route::kWgmmaPingpong);
+  // Contractions of 2048 over four rows a column or more, and of 4096 over
+  // 512 rows or more, in 8 to 16 of the split's 128 x 128 tiles or 33 and
+  // more: the cluster split; 17 to 32 tiles, other contractions or fewer
+  // rows: another route.
+  for (const auto& [R, B, K] : {std::array<int64_t, 3>{32, 1024, 256},
+                                {16, 1024, 256},
+                                {32, 2048, 512},
+                                {32, 4096, 256},
+                                {16, 4096, 256},
+                                {32, 512, 256},
+                                {32, 512, 2048},
+                                {32, 1024, 1024}}) {
+    EXPECT_EQ(choose_route(h200_wgmma(R, B, 128, K, 2)), Route::kWgmmaSplit)
+        << R << "," << B << ",128," << K;
+  }
+  for (const auto& [R, B, K] : {std::array<int64_t, 3>{32, 2048, 256},
+                                {32, 512, 1024},
+                                {32, 256, 1024},
+                                {16, 1024, 1024},
+                                {8, 4096, 512},
+                                {64, 1024, 256}}) {
+    EXPECT_NE(choose_route(h200_wgmma(R, B, 128, K, 2)), Route::kWgmmaSplit)
+        << R << "," << B << ",128," << K;
+  }
+  EXPECT_EQ(choose_route(h200_wgmma(32, 1024, 128, 256, 4)), Route::kCublasCat);
   // Fewer tiles, tiles between one and two a multiprocessor, or more
   // weight: cuBLAS.
   EXPECT_EQ(choose_route(h200_wgmma(8, 512, 64, 1024, 2)), Route::kCublasCat);

@@ -42,11 +42,12 @@ struct KernelType<at::BFloat16> {
 // The Hopper kernel exists for the half types and float32 in builds with
 // CUTLASS; the policy routes nothing else to it (can_run_wgmma).
 template <typename T>
-cudaError_t launch_wgmma_if_built(const GatherLinearParams<T>& p, bool pingpong,
-                                  bool tf32_allowed, cudaStream_t stream) {
+cudaError_t launch_wgmma_if_built(const GatherLinearParams<T>& p,
+                                  cuda::Route route, bool tf32_allowed,
+                                  cudaStream_t stream) {
 #ifdef FGL_WITH_WGMMA
   if constexpr (!std::is_same_v<T, double>) {
-    return cuda::launch_wgmma(p, pingpong, tf32_allowed, stream);
+    return cuda::launch_wgmma(p, route, tf32_allowed, stream);
   }
 #endif
   return cudaErrorNotSupported;
@@ -133,10 +134,10 @@ void run(const at::Tensor& x, const at::Tensor& weight,
         } else if (route == cuda::Route::kWarpMma) {
           C10_CUDA_CHECK(launch_warp_mma_if_built(p, *choice.warp_mma, stream));
         } else if (route == cuda::Route::kWgmma ||
-                   route == cuda::Route::kWgmmaPingpong) {
+                   route == cuda::Route::kWgmmaPingpong ||
+                   route == cuda::Route::kWgmmaSplit) {
           C10_CUDA_CHECK(
-              launch_wgmma_if_built(p, route == cuda::Route::kWgmmaPingpong,
-                                    problem.tf32_allowed, stream));
+              launch_wgmma_if_built(p, route, problem.tf32_allowed, stream));
         } else if (route == cuda::Route::kStream) {
           C10_CUDA_CHECK(cuda::launch_stream(p, *choice.stream,
                                              problem.x_vectors, stream));

@@ -47,10 +47,11 @@ cudaError_t launch_tiled(const GatherLinearParams<T>& params,
 /// where CUTLASS is found) on `stream`; T is __half,
 /// __nv_bfloat16 or float (one TF32 pass where `tf32_allowed`, else three
 /// TF32 products at float32 accuracy) and the problem passes
-/// can_run_wgmma(). `pingpong`: its ping-pong schedule, for __half and
-/// __nv_bfloat16 (can_run_wgmma_pingpong()).
+/// can_run_wgmma(). `route`: kWgmma, or one of its schedules for __half and
+/// __nv_bfloat16, kWgmmaPingpong (can_run_wgmma_pingpong()) or kWgmmaSplit
+/// (can_run_wgmma_split()).
 template <typename T>
-cudaError_t launch_wgmma(const GatherLinearParams<T>& params, bool pingpong,
+cudaError_t launch_wgmma(const GatherLinearParams<T>& params, Route route,
                          bool tf32_allowed, cudaStream_t stream);
 
 /// The largest K one tiled launch covers (its grid's y dimension is K tiles).

@@ -82,6 +82,25 @@ constexpr int64_t kMaxFusedWeightHalfTwoTiles = int64_t{64} << 20;
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
 constexpr int64_t kWgmmaSplitTileCols = 128;
+// Its cluster split: 128 x 128 tiles too (twice the clusters a 128 x 256
+// tile would give), each block keeping at least the ring's 4 stages of a
+// tile, which it holds until the cluster has added their sums.
+constexpr int64_t kWgmmaClusterSplitTileCols = 128;
+constexpr int64_t kMinClusterSplitSteps = 4;
+// Where the split beat cat + cuBLAS on the H200 (bench/NOTES.md, "v22"):
+// contractions of R * H = 2048 over rows four times the columns or more,
+// and of 4096 over 512 rows or more (the concatenation is the larger share
+// of the reference's time there), with 8 to 16 tiles (clusters of 8, all
+// resident at once) or 33 and more (pairs on every multiprocessor); from 17
+// to 32 the clusters of 4 did not all fit at once and pairs left half the
+// multiprocessors idle. Longer contractions were not measured.
+constexpr int64_t kMinClusterSplitContraction = 2048;
+constexpr int64_t kClusterSplitRowsPerColumn = 4;
+constexpr int64_t kClusterSplitLongContraction = 4096;
+constexpr int64_t kMinClusterSplitRowsLong = 512;
+constexpr int64_t kMinClusterSplitTiles = 8;
+constexpr int64_t kMaxClusterSplitEightTiles = 16;
+constexpr int64_t kMinClusterSplitPairTiles = 33;
 // Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
 // enough for two per multiprocessor (fewer leave most of them idle for a
 // long contraction), and a weight that stays in L2 while the tiles in
@@ -191,6 +210,27 @@ bool wgmma_wins(const Problem& p) {
          p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes;
 }
 
+// Tiles of out the split schedule covers `p` with.
+int64_t wgmma_split_tiles(const Problem& p) {
+  return ceil_div(p.B, kWgmmaTileRows) *
+         ceil_div(p.K, kWgmmaClusterSplitTileCols);
+}
+
+// The measured table's verdict for its cluster split (v22).
+bool wgmma_split_wins(const Problem& p) {
+  const int64_t tiles = wgmma_split_tiles(p);
+  const bool clusters_fit =
+      (tiles >= kMinClusterSplitTiles && tiles <= kMaxClusterSplitEightTiles) ||
+      tiles >= kMinClusterSplitPairTiles;
+  const int64_t C = p.R * p.H;
+  const bool rows_enough = C == kClusterSplitLongContraction
+                               ? p.B >= kMinClusterSplitRowsLong
+                               : C >= kMinClusterSplitContraction &&
+                                     C < kClusterSplitLongContraction &&
+                                     p.B >= kClusterSplitRowsPerColumn * p.K;
+  return p.element_size == 2 && rows_enough && clusters_fit;
+}
+
 // The measured table's verdict for its ping-pong schedule (v21).
 bool wgmma_pingpong_wins(const Problem& p) {
   const int64_t tiles = wgmma_tiles(p);
@@ -236,6 +276,8 @@ const char* route_name(Route route) {
       return "wgmma";
     case Route::kWgmmaPingpong:
       return "wgmma-pingpong";
+    case Route::kWgmmaSplit:
+      return "wgmma-split";
     case Route::kTiled:
       return "tiled";
     case Route::kCublasView:
@@ -404,6 +446,27 @@ bool can_run_wgmma_pingpong(const Problem& p) {
   return can_run_wgmma(p) && p.element_size == 2;
 }
 
+int wgmma_cluster_splits(int64_t tiles, int64_t steps,
+                         const std::array<int, 3>& resident_clusters) {
+  const int splits[] = {8, 4, 2};
+  for (int i = 0; i < 3; ++i) {
+    if (tiles <= resident_clusters[i] &&
+        steps / splits[i] >= kMinClusterSplitSteps) {
+      return splits[i];
+    }
+  }
+  // Pairs in more than one wave, where even they do not all fit at once.
+  return steps / 2 >= kMinClusterSplitSteps ? 2 : 1;
+}
+
+bool can_run_wgmma_split(const Problem& p) {
+  if (!can_run_wgmma_pingpong(p)) return false;
+  // A stage of the half types' instance: 64 elements of one head.
+  const int64_t steps = ceil_div(p.H, 64) * p.R;
+  return 2 * wgmma_split_tiles(p) <= p.sm_count &&
+         steps / 2 >= kMinClusterSplitSteps;
+}
+
 RouteChoice choose(const Problem& p) {
   const Route fallback =
       p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
@@ -418,6 +481,8 @@ RouteChoice choose(const Problem& p) {
       if (can_run_wgmma(p)) return taking(Route::kWgmma);
     } else if (*forced == Route::kWgmmaPingpong) {
       if (can_run_wgmma_pingpong(p)) return taking(Route::kWgmmaPingpong);
+    } else if (*forced == Route::kWgmmaSplit) {
+      if (can_run_wgmma_split(p)) return taking(Route::kWgmmaSplit);
     } else if (*forced != Route::kCublasView || p.x_gathered_view) {
       return taking(*forced);
     }
@@ -443,6 +508,9 @@ RouteChoice choose(const Problem& p) {
   // Planned only where the table streams: the call's host-side cost.
   if (stream) {
     if (auto plan = plan_stream(p)) return taking(*plan);
+  }
+  if (wgmma_split_wins(p) && can_run_wgmma_split(p)) {
+    return taking(Route::kWgmmaSplit);
   }
   if (wgmma_pingpong_wins(p) && can_run_wgmma_pingpong(p)) {
     return taking(Route::kWgmmaPingpong);

@@ -4,6 +4,7 @@
 // come from the measurements in bench/NOTES.md ("CUDA routing").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
@@ -42,16 +43,17 @@ enum class Route {
   kStream,         // stream_kernel.cuh: the weight streamed once, few rows
   kWgmma,          // sm90/wgmma_kernel.cuh: many rows, Hopper tensor cores
   kWgmmaPingpong,  // the same, each consumer warp group its own tiles
+  kWgmmaSplit,     // the same, a tile's contraction split over a cluster
   kTiled,          // tiled_kernel.cuh: any problem, CUDA cores
   kCublasView,     // one cuBLAS GEMM over x's gathered view
   kCublasCat,      // cat + one cuBLAS GEMM: the reference's own route
 };
 
 /// Every route, in the order above.
-inline constexpr Route kRoutes[] = {Route::kWarpDot,       Route::kWarpMma,
-                                    Route::kStream,        Route::kWgmma,
-                                    Route::kWgmmaPingpong, Route::kTiled,
-                                    Route::kCublasView,    Route::kCublasCat};
+inline constexpr Route kRoutes[] = {
+    Route::kWarpDot, Route::kWarpMma,       Route::kStream,
+    Route::kWgmma,   Route::kWgmmaPingpong, Route::kWgmmaSplit,
+    Route::kTiled,   Route::kCublasView,    Route::kCublasCat};
 
 const char* route_name(Route route);
 
@@ -112,6 +114,18 @@ bool can_run_wgmma(const Problem& p);
 /// Whether its ping-pong schedule can take `p`: can_run_wgmma(p), float16
 /// or bfloat16.
 bool can_run_wgmma_pingpong(const Problem& p);
+/// The blocks a cluster of the split schedule splits each of `tiles` tiles'
+/// contraction of `steps` stages over: the most of 8, 4 and 2 whose
+/// clusters, one a tile, are all resident at once (`resident_clusters`: how
+/// many clusters of 8, 4 and 2 blocks the GPU holds at once) with each
+/// block keeping at least 4 of the steps; 2 where none fits at once and
+/// pairs keep 4 steps, else 1.
+int wgmma_cluster_splits(int64_t tiles, int64_t steps,
+                         const std::array<int, 3>& resident_clusters);
+/// Whether the split schedule can take `p`: can_run_wgmma_pingpong(p), its
+/// 128 x 128 tiles in pairs of blocks within the multiprocessors, and 4
+/// steps a block of a pair.
+bool can_run_wgmma_split(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
 /// kStream.

@@ -29,6 +29,7 @@
 // other's multiplies.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_types.h>
@@ -82,12 +83,20 @@ inline constexpr int kThreads = 128 + kConsumerThreads;
 /// and stores its tile while the other multiplies (CUTLASS's "ping-pong");
 /// otherwise both share each stage of a 128 x kBN tile (and the split's
 /// work on it).
-template <typename T, bool kSplit = false, bool kPingpong_ = false>
+/// kClusterSplit: the blocks of a thread-block cluster take the same tiles,
+/// each its share of the contraction, and add their sums in split order
+/// through distributed shared memory (half types, shared tiles).
+template <typename T, bool kSplit = false, bool kPingpong_ = false,
+          bool kClusterSplit_ = false>
 struct Config {
   static_assert(!kSplit || std::is_same_v<T, float>, "a float32 instance");
   static_assert(!(kSplit && kPingpong_), "the split shares its stages");
+  static_assert(!kClusterSplit_ ||
+                    (!kSplit && !kPingpong_ && !std::is_same_v<T, float>),
+                "the cluster split: half types, shared tiles");
   static constexpr bool kSplitTf32 = kSplit;
   static constexpr bool kPingpong = kPingpong_;
+  static constexpr bool kClusterSplit = kClusterSplit_;
   static constexpr int kBM = kPingpong ? 64 : 128;  // rows of B per tile
   using Element = typename Types<T>::Operand;
   // What the copy engine loads: the operand, or float32 to be split.
@@ -96,7 +105,8 @@ struct Config {
   // Output columns per block. The split sums each pair of stages in fresh
   // registers added to the tile's total with rounded adds (the tensor cores
   // truncate their sums, bench/NOTES.md v9): two accumulator sets a thread.
-  static constexpr int kBN = kSplit ? 128 : 256;
+  // The cluster split's tiles are narrower too: twice as many clusters.
+  static constexpr int kBN = kSplit || kClusterSplit ? 128 : 256;
   // Contraction per stage and columns per piece of out: 128-byte rows, the
   // width of the swizzle.
   static constexpr int kBK = 128 / sizeof(Element);
@@ -141,6 +151,9 @@ struct Config {
   static constexpr int kBiasSlots = 2;
   using BiasPipeline = cutlass::PipelineAsync<kBiasSlots>;
   static constexpr uint32_t kStageBytes = (kBM + kBN) * kBK * sizeof(Element);
+  // The cluster split's float32 sums of a tile, rows padded against bank
+  // conflicts, in the ring (which then holds only the tile's last stages).
+  static constexpr int kPartialPitch = kBN + 8;
 };
 
 // The weight's remainders (none without the split).
@@ -166,6 +179,7 @@ struct SharedStorage {
   float bias[Cfg::kBiasSlots][Cfg::kBN];
   typename Cfg::Pipeline::SharedStorage pipeline;
   typename Cfg::BiasPipeline::SharedStorage bias_pipeline;
+  uint64_t split_barrier;  // the cluster split's meetings
 };
 
 // The tensors the copy engine is described over (host and device agree), of
@@ -345,19 +359,92 @@ inline constexpr uint32_t kSplitBarrier = 3;
 // and for ping-pong's turns at the ring: group g waits on kTurnBarrier + g.
 inline constexpr uint32_t kTurnBarrier = 4;
 
+// The cluster split's epilogue: the blocks of a cluster have each summed
+// their share of the tile's contraction into `accum`; each writes its sums
+// to shared memory, and block q adds the q-th slice of the tile's rows over
+// every block's sums in split order (the same bits whichever finishes
+// first), adds the bias, rounds once and stores. Two meetings of the
+// cluster's consumers: the sums are written; no block reads another's any
+// more. A meeting: the block's consumers synchronise, one thread releases
+// their writes to each block of the cluster by arriving on its
+// split_barrier (one arrival a block), and all wait for their own.
+template <typename Cfg, typename T, typename Accum, typename Coords,
+          typename Storage, typename BiasPipeline, typename BiasState>
+__device__ __forceinline__ void add_in_cluster(
+    const GatherLinearParams<T>& p, const Accum& accum, const Coords& coords,
+    Storage& smem, BiasPipeline& bias_pipeline, BiasState& bias_read,
+    int m_block, int n_block, int rank, int splits, int consumer,
+    uint32_t& meetings) {
+  namespace cg = cooperative_groups;
+  constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kPitch = Cfg::kPartialPitch;
+  static_assert(kBM * kPitch * sizeof(float) <= sizeof(smem.a) + sizeof(smem.b),
+                "the sums fit in the ring");
+  float* sums = reinterpret_cast<float*>(smem.a.begin());
+  const auto meet = [&] {
+    cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
+    if (consumer == 0) {
+      for (int q = 0; q < splits; ++q) {
+        ptx::mbarrier_arrive_in_block(&smem.split_barrier, q);
+      }
+    }
+    ptx::mbarrier_wait_cluster(&smem.split_barrier, meetings & 1);
+    ++meetings;
+  };
+  // Both consumer groups' multiplies are done with the ring.
+  cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
+  // Accumulators i and i + 1 are adjacent columns of one row.
+  CUTE_UNROLL
+  for (int i = 0; i < size(accum); i += 2) {
+    const int row = get<0>(coords(i)) - m_block * kBM;
+    const int column = get<1>(coords(i)) - n_block * kBN;
+    *reinterpret_cast<float2*>(sums + row * kPitch + column) =
+        make_float2(accum(i), accum(i + 1));
+  }
+  meet();
+  bias_pipeline.consumer_wait(bias_read);
+  const float* bias = smem.bias[bias_read.index()];
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int first_row = kBM * rank / splits;
+  const int rows = kBM * (rank + 1) / splits - first_row;
+  constexpr int kQuads = kBN / 4;  // four columns a thread at a time
+  for (int e = consumer; e < rows * kQuads; e += kConsumerThreads) {
+    const int row = first_row + e / kQuads, column = 4 * (e % kQuads);
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int q = 0; q < splits; ++q) {
+      const float4 w = *reinterpret_cast<const float4*>(
+          cluster.map_shared_rank(sums + row * kPitch + column, q));
+      v[0] += w.x;
+      v[1] += w.y;
+      v[2] += w.z;
+      v[3] += w.w;
+    }
+    const int64_t m = int64_t{m_block} * kBM + row;
+    if (m >= p.B) continue;
+    T* out = p.out + m * p.out_stride_b;
+    for (int c = 0; c < 4; ++c) {
+      const int64_t n = int64_t{n_block} * kBN + column + c;
+      if (n < p.K)
+        out[n * p.out_stride_k] = from_acc<T>(v[c] + bias[column + c]);
+    }
+  }
+  bias_pipeline.consumer_release(bias_read);
+  ++bias_read;
+  meet();
+}
+
 /// Grid: persistent, at most one block per multiprocessor, each taking the
 /// kBM x kBN tiles of out in turn, columns fastest (the tiles in flight
 /// share their x rows in L2). kThreads threads; dynamic shared memory
 /// sizeof(SharedStorage<Config<T, kSplit, kPingpong>>).
-template <typename T, bool kSplit, bool kPingpong, typename TmaA, typename TmaB,
-          typename TmaC>
+template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit,
+          typename TmaA, typename TmaB, typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
                                const __grid_constant__ TmaB tma_b,
                                const __grid_constant__ TmaC tma_c,
                                const GatherLinearParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Cfg = Config<T, kSplit, kPingpong>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
   using Pipeline = typename Cfg::Pipeline;
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN;
   // The threads that multiply a tile (and release its stages).
@@ -368,6 +455,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int n_tiles = (static_cast<int>(p.K) + kBN - 1) / kBN;
   const int tiles = (static_cast<int>(p.B) + kBM - 1) / kBM * n_tiles;
   const int warp_group = threadIdx.x / 128;
+  // In the cluster split a cluster takes the tiles a block takes otherwise.
+  namespace cg = cooperative_groups;
+  const int splits =
+      kClusterSplit ? static_cast<int>(cg::this_cluster().num_blocks()) : 1;
+  const int rank =
+      kClusterSplit ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
+  const int first_tile = blockIdx.x / splits;
+  const int tile_stride = gridDim.x / splits;
 
   typename Pipeline::Params params;
   params.transaction_bytes = Cfg::kStageBytes;
@@ -378,7 +473,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   Pipeline pipeline(smem.pipeline, params, Shape<_1, _1, _1>{});
   // Where out goes through the copy engine, warp 1 reads each tile's bias
   // into shared memory while the tile before is multiplied.
-  constexpr bool kBiasWarp = !std::is_same_v<TmaC, NoTmaStore>;
+  constexpr bool kBiasWarp = !std::is_same_v<TmaC, NoTmaStore> || kClusterSplit;
   using BiasPipeline = typename Cfg::BiasPipeline;
   typename BiasPipeline::Params bias_params;
   bias_params.role =
@@ -389,8 +484,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   bias_params.producer_arv_count = 32;
   bias_params.consumer_arv_count = kTileThreads;
   BiasPipeline bias_pipeline(smem.bias_pipeline, bias_params);
+  if (kClusterSplit && threadIdx.x == 0) {
+    ptx::mbarrier_init(&smem.split_barrier, splits);
+  }
   cutlass::arch::fence_barrier_init();
   __syncthreads();
+  // Every block's barriers are set up before another block arrives on them.
+  if constexpr (kClusterSplit) cg::this_cluster().sync();
   ptx::await_previous_grid();
 
   Tensor sA = make_tensor(make_smem_ptr(smem.a.begin()),
@@ -398,7 +498,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   Tensor sB = make_tensor(make_smem_ptr(smem.b.begin()),
                           typename Cfg::SmemLayoutB{});  // (BN, BK, stage)
   const int k_tiles = (static_cast<int>(p.H) + Cfg::kBK - 1) / Cfg::kBK;
-  const int steps = k_tiles * static_cast<int>(p.R);
+  // The block's share of a tile's (h-tile, r) steps.
+  const int all_steps = k_tiles * static_cast<int>(p.R);
+  const int step0 = all_steps * rank / splits;
+  const int steps = all_steps * (rank + 1) / splits - step0;
 
   // Tiles are dealt round-robin to the resident blocks; the ring's state
   // runs on from one tile to the next, so the producer fills the next
@@ -407,7 +510,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<40>();
     if (kBiasWarp && threadIdx.x / 32 == 1) {
       auto state = cutlass::make_producer_start_state<BiasPipeline>();
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      for (int tile = first_tile; tile < tiles; tile += tile_stride) {
         const int64_t first = int64_t{tile % n_tiles} * kBN;
         bias_pipeline.producer_acquire(state);
         float* slot = smem.bias[state.index()];
@@ -427,7 +530,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     Tensor mA = tma_a.get_tma_tensor(shape(x_tensor<Loaded>(p)));
     Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor<Loaded>(p)));
     auto state = cutlass::make_producer_start_state<Pipeline>();
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (int tile = first_tile; tile < tiles; tile += tile_stride) {
       // (BM, BK, h-tile, r) and (BN, BK, h-tile, r) of this tile.
       Tensor gA = local_tile(mA, typename Cfg::TileA{},
                              make_coord(tile / n_tiles, _, _));
@@ -439,7 +542,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto [tBgB, tBsB] =
           tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
                         group_modes<0, 2>(gB));
-      int h_tile = 0, r = 0;
+      int h_tile = step0 % k_tiles, r = step0 / k_tiles;
       for (int step = 0; step < steps; ++step) {
         pipeline.producer_acquire(state);
         auto* full = pipeline.producer_get_barrier(state);
@@ -470,8 +573,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   cutlass::PipelineState<kStages> read;
   cutlass::PipelineState<kStages> release;
   typename BiasPipeline::PipelineState bias_read;
-  int pieces = 0;       // pieces of out this warp group has handed over
-  int split_steps = 0;  // stages split so far: which remainders are next
+  // A stage goes back to this block's producer. The pipeline's own release
+  // arrives at the first block of the cluster, whose ring it takes to be
+  // shared (multicast); each block of the cluster split fills its own.
+  const auto release_stage = [&] {
+    smem.pipeline.empty_barrier_[release.index()].arrive();
+    ++release;
+  };
+  uint32_t meetings = 0;  // the cluster split's, so far
+  int pieces = 0;         // pieces of out this warp group has handed over
+  int split_steps = 0;    // stages split so far: which remainders are next
   // In ping-pong the block's tiles go to the two warp groups in turn: each
   // passes over the other's stages and bias.
   const auto pass_over_a_tile = [&] {
@@ -480,9 +591,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     bias_read.advance(1);
   };
   if (Cfg::kPingpong && group == 1) pass_over_a_tile();
-  const int tile_stride = Cfg::kPingpong ? 2 * gridDim.x : gridDim.x;
-  for (int tile = blockIdx.x + (Cfg::kPingpong ? group * gridDim.x : 0);
-       tile < tiles; tile += tile_stride) {
+  const int group_stride = Cfg::kPingpong ? 2 * tile_stride : tile_stride;
+  for (int tile = first_tile + (Cfg::kPingpong ? group * tile_stride : 0);
+       tile < tiles; tile += group_stride) {
     const int m_block = tile / n_tiles, n_block = tile % n_tiles;
     Tensor coords = thr.partition_C(local_tile(
         out_coords, Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block)));
@@ -556,16 +667,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         warpgroup_commit_batch();
         ++read;
       };
-      const auto release_one = [&] {
-        pipeline.consumer_release(release);
-        ++release;
-      };
       // The multiplies are done: the last stage not yet released goes back
       // to the producer, and part into the total.
       const auto fold = [&] {
         warpgroup_wait<0>();
         warpgroup_fence_operand(part);
-        release_one();
+        release_stage();
         CUTE_UNROLL
         for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
       };
@@ -584,7 +691,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           // registers are free.
           warpgroup_wait<1>();
           warpgroup_fence_operand(part);
-          release_one();
+          release_stage();
         }
       }
       fold();
@@ -593,7 +700,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // In ping-pong a group waits for the other's turn at the ring to end:
       // the ring's waits go by phase parity, which tells a stage's fills
       // apart only one round ahead.
-      if (Cfg::kPingpong && tile >= static_cast<int>(gridDim.x)) {
+      if (Cfg::kPingpong && tile >= tile_stride) {
         cutlass::arch::NamedBarrier::sync(kConsumerThreads,
                                           kTurnBarrier + group);
       }
@@ -608,23 +715,32 @@ __global__ void __launch_bounds__(kThreads, 1)
         // in flight: its slot goes back to the producer.
         warpgroup_wait<1>();
         warpgroup_fence_operand(accum);
-        if (step > 0) {
-          pipeline.consumer_release(release);
-          ++release;
+        // The cluster split keeps the tile's last kStages stages: the ring,
+        // which the producer cannot refill, then takes the block's sums.
+        if (step > 0 && (!kClusterSplit || step - 1 < steps - kStages)) {
+          release_stage();
         }
         ++read;
       }
-      if (Cfg::kPingpong && tile + static_cast<int>(gridDim.x) < tiles) {
+      if (Cfg::kPingpong && tile + tile_stride < tiles) {
         cutlass::arch::NamedBarrier::arrive(kConsumerThreads,
                                             kTurnBarrier + 1 - group);
       }
       warpgroup_wait<0>();
       warpgroup_fence_operand(accum);
-      pipeline.consumer_release(release);
-      ++release;
+      if constexpr (!kClusterSplit) {
+        release_stage();
+      }
     }
 
-    if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
+    if constexpr (kClusterSplit) {
+      add_in_cluster<Cfg>(p, accum, coords, smem, bias_pipeline, bias_read,
+                          m_block, n_block, rank, splits, consumer, meetings);
+      cutlass::arch::fence_view_async_shared();  // before the copies refill
+      for (int k = 0; k < kStages; ++k) {
+        release_stage();
+      }
+    } else if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
       store_tile<kSplit>(p, accum, coords);
     } else {
       bias_pipeline.consumer_wait(bias_read);

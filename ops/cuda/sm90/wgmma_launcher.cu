@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <type_traits>
 
 #include "dependent_launch.cuh"
@@ -13,10 +14,28 @@
 namespace fgl::cuda {
 namespace {
 
-template <typename T, bool kSplit, bool kPingpong>
+// How many clusters of `size` blocks of `kernel` the GPU holds at once.
+template <typename Kernel>
+cudaError_t resident_clusters(Kernel kernel, unsigned size, int smem_bytes,
+                              int& clusters) {
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = size;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(size);
+  config.blockDim = dim3(wgmma::kThreads);
+  config.dynamicSmemBytes = smem_bytes;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+}
+
+template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false>
 cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
   using namespace wgmma;
-  using Cfg = Config<T, kSplit, kPingpong>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
   using Loaded = typename Cfg::Loaded;
   const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor<Loaded>(p),
                                    typename Cfg::SmemLayoutA{}(_, _, 0),
@@ -33,11 +52,10 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
   }
   const int64_t tiles =
       (p.B + Cfg::kBM - 1) / Cfg::kBM * ((p.K + Cfg::kBN - 1) / Cfg::kBN);
-  const auto blocks = static_cast<unsigned>(std::min<int64_t>(tiles, sm_count));
   const auto start = [&](const auto& tma_c) {
     const auto kernel =
-        gather_linear_wgmma_kernel<T, kSplit, kPingpong, decltype(tma_a),
-                                   decltype(tma_b),
+        gather_linear_wgmma_kernel<T, kSplit, kPingpong, kClusterSplit,
+                                   decltype(tma_a), decltype(tma_b),
                                    std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
     if (const auto err = cudaFuncSetAttribute(
@@ -45,10 +63,33 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
         err != cudaSuccess) {
       return err;
     }
+    // Persistent: a block (or in the cluster split a cluster of `splits`)
+    // a multiprocessor, as many as are resident at once, each taking tiles.
+    int splits = 1;
+    int64_t groups = sm_count;
+    if constexpr (kClusterSplit) {
+      std::array<int, 3> resident{};
+      const unsigned sizes[] = {8, 4, 2};
+      for (int i = 0; i < 3; ++i) {
+        if (const auto err =
+                resident_clusters(kernel, sizes[i], smem_bytes, resident[i]);
+            err != cudaSuccess) {
+          return err;
+        }
+      }
+      splits = wgmma_cluster_splits(
+          tiles, (p.H + Cfg::kBK - 1) / Cfg::kBK * p.R, resident);
+      if (splits < 2) return cudaErrorInvalidValue;
+      groups = std::max(resident[splits == 8 ? 0 : splits == 4 ? 1 : 2], 1);
+    }
+    const auto blocks =
+        static_cast<unsigned>(std::min<int64_t>(tiles, groups) * splits);
     return launch_dependent(kernel, dim3(blocks), dim3(kThreads), smem_bytes,
-                            stream, 1, tma_a, tma_b, tma_c, p);
+                            stream, static_cast<unsigned>(splits), tma_a, tma_b,
+                            tma_c, p);
   };
-  if (out_tma_ok(p)) {
+  // The cluster split stores from its sums, never through the copy engine.
+  if (!kClusterSplit && out_tma_ok(p)) {
     return start(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
                                typename Cfg::SmemLayoutC{},
                                typename Cfg::TileC{}));
@@ -59,23 +100,27 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
 }  // namespace
 
 template <typename T>
-cudaError_t launch_wgmma(const GatherLinearParams<T>& p, bool pingpong,
+cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
                          bool tf32_allowed, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
-    if (pingpong) return cudaErrorNotSupported;
+    if (route != Route::kWgmma) return cudaErrorNotSupported;
     if (!tf32_allowed) return launch<T, true, false>(p, stream);
     return launch<T, false, false>(p, stream);
   } else {
-    if (pingpong) return launch<T, false, true>(p, stream);
+    if (route == Route::kWgmmaPingpong)
+      return launch<T, false, true>(p, stream);
+    if (route == Route::kWgmmaSplit) {
+      return launch<T, false, false, true>(p, stream);
+    }
     return launch<T, false, false>(p, stream);
   }
 }
 
-template cudaError_t launch_wgmma<float>(const GatherLinearParams<float>&, bool,
-                                         bool, cudaStream_t);
+template cudaError_t launch_wgmma<float>(const GatherLinearParams<float>&,
+                                         Route, bool, cudaStream_t);
 template cudaError_t launch_wgmma<__half>(const GatherLinearParams<__half>&,
-                                          bool, bool, cudaStream_t);
+                                          Route, bool, cudaStream_t);
 template cudaError_t launch_wgmma<__nv_bfloat16>(
-    const GatherLinearParams<__nv_bfloat16>&, bool, bool, cudaStream_t);
+    const GatherLinearParams<__nv_bfloat16>&, Route, bool, cudaStream_t);
 
 }  // namespace fgl::cuda
