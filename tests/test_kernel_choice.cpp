@@ -441,26 +441,30 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // 512 rows or more, in 8 to 16 of the split's 128 x 128 tiles or 33 and
   // more: the cluster split; 17 to 32 tiles, other contractions or fewer
   // rows: another route.
-  for (const auto& [R, B, K] : {std::array<int64_t, 3>{32, 1024, 256},
-                                {16, 1024, 256},
-                                {32, 2048, 512},
-                                {32, 4096, 256},
-                                {16, 4096, 256},
-                                {32, 512, 256},
-                                {32, 512, 2048},
-                                {32, 1024, 1024}}) {
-    EXPECT_EQ(choose_route(h200_wgmma(R, B, 128, K, 2)), Route::kWgmmaSplit)
-        << R << "," << B << ",128," << K;
+  struct SplitCase {
+    int64_t R, B, K;
+    bool split;
+  };
+  for (const auto& c : {SplitCase{32, 1024, 256, true},
+                        {16, 1024, 256, true},
+                        {32, 2048, 512, true},
+                        {32, 4096, 256, true},
+                        {16, 4096, 256, true},
+                        {32, 512, 256, true},
+                        {32, 512, 2048, true},
+                        {32, 1024, 1024, true},
+                        {32, 2048, 256, false},
+                        {32, 512, 1024, false},
+                        {32, 256, 1024, false},
+                        {16, 1024, 1024, false},
+                        {8, 4096, 512, false},
+                        {64, 1024, 256, false}}) {
+    EXPECT_EQ(
+        choose_route(h200_wgmma(c.R, c.B, 128, c.K, 2)) == Route::kWgmmaSplit,
+        c.split)
+        << c.R << "," << c.B << ",128," << c.K;
   }
-  for (const auto& [R, B, K] : {std::array<int64_t, 3>{32, 2048, 256},
-                                {32, 512, 1024},
-                                {32, 256, 1024},
-                                {16, 1024, 1024},
-                                {8, 4096, 512},
-                                {64, 1024, 256}}) {
-    EXPECT_NE(choose_route(h200_wgmma(R, B, 128, K, 2)), Route::kWgmmaSplit)
-        << R << "," << B << ",128," << K;
-  }
+  // float32 has no cluster split.
   EXPECT_EQ(choose_route(h200_wgmma(32, 1024, 128, 256, 4)), Route::kCublasCat);
   // Fewer tiles, tiles between one and two a multiprocessor, or more
   // weight: cuBLAS.

@@ -62,20 +62,36 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar,
                : "memory");
 }
 
-// Blocks until the phase with the given parity of `bar` has completed.
+// Blocks until the phase with the given parity of `bar` has completed;
+// kCluster: acquiring at cluster scope what arrivals from other blocks of
+// the cluster released (mbarrier_arrive_in_block).
+template <bool kCluster = false>
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   const uint32_t addr = smem_addr(bar);
   uint32_t done = 0;
   do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
+    if constexpr (kCluster) {
+      asm volatile(
+          "{\n"
+          ".reg .pred p;\n"
+          "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
+          "%2;\n"
+          "selp.u32 %0, 1, 0, p;\n"
+          "}\n"
+          : "=r"(done)
+          : "r"(addr), "r"(parity)
+          : "memory");
+    } else {
+      asm volatile(
+          "{\n"
+          ".reg .pred p;\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+          "selp.u32 %0, 1, 0, p;\n"
+          "}\n"
+          : "=r"(done)
+          : "r"(addr), "r"(parity)
+          : "memory");
+    }
   } while (done == 0);
 }
 
@@ -92,25 +108,6 @@ __device__ __forceinline__ void mbarrier_arrive_in_block(uint64_t* bar,
       "}\n" ::"r"(smem_addr(bar)),
       "r"(rank)
       : "memory");
-}
-
-// mbarrier_wait, acquiring what the arrivals released at cluster scope.
-__device__ __forceinline__ void mbarrier_wait_cluster(uint64_t* bar,
-                                                      uint32_t parity) {
-  const uint32_t addr = smem_addr(bar);
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
-        "%2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
-  } while (done == 0);
 }
 
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {

@@ -387,7 +387,7 @@ __device__ __forceinline__ void add_in_cluster(
         ptx::mbarrier_arrive_in_block(&smem.split_barrier, q);
       }
     }
-    ptx::mbarrier_wait_cluster(&smem.split_barrier, meetings & 1);
+    ptx::mbarrier_wait<true>(&smem.split_barrier, meetings & 1);
     ++meetings;
   };
   // Both consumer groups' multiplies are done with the ring.
