@@ -88,12 +88,13 @@ constexpr int64_t kWgmmaSplitTileCols = 128;
 constexpr int64_t kWgmmaClusterSplitTileCols = 128;
 constexpr int64_t kMinClusterSplitSteps = 4;
 // Where the split beat cat + cuBLAS on the H200 (bench/NOTES.md, "v22"):
-// contractions of R * H = 2048 over rows four times the columns or more,
-// and of 4096 over 512 rows or more (the concatenation is the larger share
-// of the reference's time there), with 8 to 16 tiles (clusters of 8, all
-// resident at once) or 33 and more (pairs on every multiprocessor); from 17
-// to 32 the clusters of 4 did not all fit at once and pairs left half the
-// multiprocessors idle. Longer contractions were not measured.
+// contractions of R * H from 2048 below 4096 over rows four times the
+// columns or more, and of 4096 over 512 rows or more (the concatenation is
+// the larger share of the reference's time there), with 8 to 16 tiles
+// (clusters of 8, all resident at once) or 33 and more (pairs on every
+// multiprocessor); from 17 to 32 the clusters of 4 did not all fit at once
+// and pairs left half the multiprocessors idle. Longer contractions were
+// not measured.
 constexpr int64_t kMinClusterSplitContraction = 2048;
 constexpr int64_t kClusterSplitRowsPerColumn = 4;
 constexpr int64_t kClusterSplitLongContraction = 4096;

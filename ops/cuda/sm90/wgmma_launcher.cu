@@ -107,8 +107,9 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
     if (!tf32_allowed) return launch<T, true, false>(p, stream);
     return launch<T, false, false>(p, stream);
   } else {
-    if (route == Route::kWgmmaPingpong)
+    if (route == Route::kWgmmaPingpong) {
       return launch<T, false, true>(p, stream);
+    }
     if (route == Route::kWgmmaSplit) {
       return launch<T, false, false, true>(p, stream);
     }
