@@ -1,0 +1,202 @@
+// What the Hopper tensor-core kernel (wgmma_kernel.cuh) and its launcher
+// agree on: the element types, each schedule's tiles and pipeline, the
+// shared memory, and the tensors the copy engine reads and writes.
+// Torch-free.
+#pragma once
+
+#include <cutlass/numeric_types.h>
+
+#include <cute/tensor.hpp>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include "gather_linear_params.h"
+
+namespace fgl::cuda::wgmma {
+
+using namespace cute;
+
+// What the copy engine loads and wgmma multiplies (Operand), what out holds
+// (Out), in CuTe's names, and two adjacent columns of out stored as one
+// (Pair). float32 multiplies as TF32: in one pass (where the user allowed
+// TF32, kernel_choice.h) the copy engine rounds it to TF32 on the way into
+// shared memory, as CUTLASS's TF32 GEMMs have it do.
+template <typename T>
+struct Types;
+template <>
+struct Types<__half> {
+  using Operand = cutlass::half_t;
+  using Out = cutlass::half_t;
+  using Pair = __half2;
+};
+template <>
+struct Types<__nv_bfloat16> {
+  using Operand = cutlass::bfloat16_t;
+  using Out = cutlass::bfloat16_t;
+  using Pair = __nv_bfloat162;
+};
+template <>
+struct Types<float> {
+  using Operand = cutlass::tfloat32_t;
+  using Out = float;
+  using Pair = float2;
+};
+
+inline constexpr int kStages = 4;
+inline constexpr int kChunkRows = 64;         // out goes back in 64-row pieces
+inline constexpr int kConsumerThreads = 256;  // two warp groups
+inline constexpr int kThreads = 128 + kConsumerThreads;
+
+/// kSplit: float32 as three TF32 products of split values (float32
+/// accuracy) instead of one TF32 pass. kPingpong: each consumer warp group
+/// takes tiles of its own (64 x kBN), the two in turn, so that one rounds
+/// and stores its tile while the other multiplies (CUTLASS's "ping-pong");
+/// otherwise both share each stage of a 128 x kBN tile (and the split's
+/// work on it).
+/// kClusterSplit: the blocks of a thread-block cluster take the same tiles,
+/// each its share of the contraction, and add their sums in split order
+/// through distributed shared memory (half types, shared tiles).
+template <typename T, bool kSplit = false, bool kPingpong_ = false,
+          bool kClusterSplit_ = false>
+struct Config {
+  static_assert(!kSplit || std::is_same_v<T, float>, "a float32 instance");
+  static_assert(!(kSplit && kPingpong_), "the split shares its stages");
+  static_assert(!kClusterSplit_ ||
+                    (!kSplit && !kPingpong_ && !std::is_same_v<T, float>),
+                "the cluster split: half types, shared tiles");
+  static constexpr bool kSplitTf32 = kSplit;
+  static constexpr bool kPingpong = kPingpong_;
+  static constexpr bool kClusterSplit = kClusterSplit_;
+  static constexpr int kBM = kPingpong ? 64 : 128;  // rows of B per tile
+  using Element = typename Types<T>::Operand;
+  // What the copy engine loads: the operand, or float32 to be split.
+  using Loaded = std::conditional_t<kSplit, float, Element>;
+  using Out = typename Types<T>::Out;
+  // Output columns per block. The split sums each pair of stages in fresh
+  // registers added to the tile's total with rounded adds (the tensor cores
+  // truncate their sums, bench/NOTES.md v9): two accumulator sets a thread.
+  // The cluster split's tiles are narrower too: twice as many clusters.
+  static constexpr int kBN = kSplit || kClusterSplit ? 128 : 256;
+  // Contraction per stage and columns per piece of out: 128-byte rows, the
+  // width of the swizzle.
+  static constexpr int kBK = 128 / sizeof(Element);
+  static constexpr int kChunkCols = 128 / sizeof(Out);
+  using TileA = Shape<Int<kBM>, Int<kBK>>;
+  using TileB = Shape<Int<kBN>, Int<kBK>>;
+  // 128-byte swizzled rows: what both TMA writes and wgmma reads without
+  // bank conflicts.
+  using SmemLayoutA = decltype(tile_to_shape(
+      GMMA::Layout_K_SW128_Atom<Element>{},
+      make_shape(Int<kBM>{}, Int<kBK>{}, Int<kStages>{})));
+  using SmemLayoutB = decltype(tile_to_shape(
+      GMMA::Layout_K_SW128_Atom<Element>{},
+      make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{})));
+  // The weight's remainders, kSmallStages stages of them: one is written
+  // while the tensor cores read the two before (the consumer loop below).
+  static constexpr int kSmallStages = 3;
+  using SmemLayoutSmallB = decltype(tile_to_shape(
+      GMMA::Layout_K_SW128_Atom<Element>{},
+      make_shape(Int<kBN>{}, Int<kBK>{}, Int<kSmallStages>{})));
+  // A consumer warp group multiplies 64 rows of a tile. The split
+  // takes x from registers (split there), so that the tensor cores read only
+  // the weight from shared memory, whose bandwidth the three products and
+  // the split share.
+  using MmaShape = Shape<Int<64>, Int<kBN>, Int<kBK>>;
+  using TiledMma = decltype(make_tiled_mma(
+      std::conditional_t<
+          kSplit,
+          decltype(GMMA::rs_op_selector<Element, Element, float, MmaShape,
+                                        GMMA::Major::K, GMMA::Major::K>()),
+          decltype(GMMA::ss_op_selector<Element, Element, float, MmaShape,
+                                        GMMA::Major::K, GMMA::Major::K>())>{},
+      Layout<Shape<Int<kBM / 64>, _1, _1>>{}));
+  // One consumer warp group's 64-row piece of out on its way to the copy
+  // engine, swizzled like the operands (conflict-free pair stores).
+  using SmemLayoutC =
+      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Out>{},
+                             make_shape(Int<kChunkRows>{}, Int<kChunkCols>{})));
+  using TileC = Shape<Int<kChunkRows>, Int<kChunkCols>>;
+  using Pipeline = cutlass::PipelineTmaAsync<kStages>;
+  // The tiles' bias, read by a warp of its own one tile ahead.
+  static constexpr int kBiasSlots = 2;
+  using BiasPipeline = cutlass::PipelineAsync<kBiasSlots>;
+  static constexpr uint32_t kStageBytes = (kBM + kBN) * kBK * sizeof(Element);
+  // The cluster split's float32 sums of a tile, rows padded against bank
+  // conflicts, in the ring (which then holds only the tile's last stages).
+  static constexpr int kPartialPitch = kBN + 8;
+};
+
+// The weight's remainders (none without the split).
+template <typename Cfg, bool = Cfg::kSplitTf32>
+struct SmallParts {};
+template <typename Cfg>
+struct SmallParts<Cfg, true> {
+  alignas(1024) ArrayEngine<typename Cfg::Element,
+                            cosize_v<typename Cfg::SmemLayoutSmallB>> b;
+};
+
+template <typename Cfg>
+struct SharedStorage {
+  alignas(1024)
+      ArrayEngine<typename Cfg::Element, cosize_v<typename Cfg::SmemLayoutA>> a;
+  alignas(1024)
+      ArrayEngine<typename Cfg::Element, cosize_v<typename Cfg::SmemLayoutB>> b;
+  // Two pieces of out per consumer warp group: one is filled while the
+  // copy engine reads the other.
+  alignas(1024) ArrayEngine<typename Cfg::Out,
+                            cosize_v<typename Cfg::SmemLayoutC>> c[2][2];
+  SmallParts<Cfg> small;
+  float bias[Cfg::kBiasSlots][Cfg::kBN];
+  typename Cfg::Pipeline::SharedStorage pipeline;
+  typename Cfg::BiasPipeline::SharedStorage bias_pipeline;
+  uint64_t split_barrier;  // the cluster split's meetings
+};
+
+// The tensors the copy engine is described over (host and device agree), of
+// the element type E it loads.
+template <typename E, typename T>
+CUTE_HOST_DEVICE auto x_tensor(const GatherLinearParams<T>& p) {
+  return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.x)),
+                     make_shape(static_cast<int>(p.B), static_cast<int>(p.H),
+                                static_cast<int>(p.R)),
+                     make_stride(p.x_stride_b, Int<1>{}, p.x_stride_r));
+}
+
+template <typename E, typename T>
+CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
+  return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.weight)),
+                     make_shape(static_cast<int>(p.K), static_cast<int>(p.H),
+                                static_cast<int>(p.R)),
+                     make_stride(p.weight_stride_k, Int<1>{}, p.H));
+}
+
+template <typename T>
+CUTE_HOST_DEVICE auto out_tensor(const GatherLinearParams<T>& p) {
+  using E = typename Types<T>::Out;
+  return make_tensor(make_gmem_ptr(reinterpret_cast<E*>(p.out)),
+                     make_shape(static_cast<int>(p.B), static_cast<int>(p.K)),
+                     make_stride(p.out_stride_b, Int<1>{}));
+}
+
+/// Whether out can be written by the copy engine (out_tensor's layout, rows
+/// 16-byte aligned).
+template <typename T>
+bool out_tma_ok(const GatherLinearParams<T>& p) {
+  return p.out_stride_k == 1 && p.out_stride_b > 0 &&
+         p.out_stride_b * sizeof(T) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(p.out) % 16 == 0;
+}
+
+/// Stands for the store atom where out is written by plain stores.
+struct NoTmaStore {};
+
+template <typename T>
+using Pair = typename Types<T>::Pair;
+
+// The consumers' named barriers (0 is __syncthreads', 1 and 2 store_pieces'):
+// for the split stage (float32's three products) and the cluster split's
+// meetings,
+inline constexpr uint32_t kSplitBarrier = 3;
+// and for ping-pong's turns at the ring: group g waits on kTurnBarrier + g.
+inline constexpr uint32_t kTurnBarrier = 4;
+
+}  // namespace fgl::cuda::wgmma

@@ -1,0 +1,195 @@
+// The Hopper tensor-core kernel's epilogues: a tile's float32 sums, the
+// bias added, rounded once and stored, by plain stores, through the copy
+// engine in pieces, or (the cluster split) after the cluster's blocks have
+// added their sums in split order. Torch-free.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cutlass/arch/barrier.h>
+
+#include "numeric.cuh"
+#include "ptx.cuh"
+#include "tf32_split.cuh"
+#include "wgmma_config.cuh"
+
+namespace fgl::cuda::wgmma {
+
+using namespace cute;
+
+// The sum of out[m][n] without the bias: the tile's accumulator, or where
+// float32's split left it NaN (an infinite operand), the sum in contraction
+// order.
+template <bool kSplit, typename T>
+__device__ __forceinline__ float settled(float sum,
+                                         const GatherLinearParams<T>& p, int m,
+                                         int n) {
+  if constexpr (kSplit) {
+    if (isnan(sum) && m < p.B && n < p.K) return dot_in_order_call(p, m, n);
+  }
+  return sum;
+}
+
+// Adds the bias, rounds once and stores the block's accumulators where out
+// is not the copy engine's; pairs of adjacent columns go out as one
+// 4-byte store where out allows it.
+template <bool kSplit, typename T, typename Accum, typename Coords>
+__device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
+                                           const Accum& accum,
+                                           const Coords& coords) {
+  const bool pairs = p.out_stride_k == 1 && p.out_stride_b % 2 == 0 &&
+                     reinterpret_cast<uintptr_t>(p.out) % sizeof(Pair<T>) == 0;
+  CUTE_UNROLL
+  for (int i = 0; i < size(accum); i += 2) {
+    const int m = get<0>(coords(i));
+    const int n = get<1>(coords(i));
+    if (m >= p.B) continue;
+    float v0 = settled<kSplit>(accum(i), p, m, n);
+    float v1 = settled<kSplit>(accum(i + 1), p, m, n + 1);
+    if (p.bias != nullptr) {
+      v0 += to_acc(p.bias[n * p.bias_stride]);
+      if (n + 1 < p.K) v1 += to_acc(p.bias[(n + 1) * p.bias_stride]);
+    }
+    T* row = p.out + m * p.out_stride_b;
+    if (pairs && n + 1 < p.K) {
+      Pair<T> pair;
+      pair.x = from_acc<T>(v0);
+      pair.y = from_acc<T>(v1);
+      *reinterpret_cast<Pair<T>*>(row + n) = pair;
+    } else {
+      if (n < p.K) row[n * p.out_stride_k] = from_acc<T>(v0);
+      if (n + 1 < p.K) row[(n + 1) * p.out_stride_k] = from_acc<T>(v1);
+    }
+  }
+}
+
+// Hands a consumer warp group's 64-row share of the tile to the copy engine
+// in 128-byte wide pieces through two alternating buffers; rows past B and
+// columns past K are clipped by the copy engine.
+template <typename Cfg, typename T, typename TmaC, typename Accum,
+          typename Buffers>
+__device__ __forceinline__ void store_pieces(
+    const TmaC& tma_c, const GatherLinearParams<T>& p, const Accum& accum,
+    Buffers& buffers, const float* bias, int m_chunk, int n_block, int consumer,
+    int& pieces) {
+  const int group = consumer / 128, thread = consumer % 128;
+  const int warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
+  const uint32_t barrier = 1 + group;  // 0 is __syncthreads'
+  Tensor mC = tma_c.get_tma_tensor(shape(out_tensor(p)));
+  constexpr int kCols = Cfg::kChunkCols;
+  CUTE_UNROLL
+  for (int piece = 0; piece < Cfg::kBN / kCols; ++piece, ++pieces) {
+    auto& buffer = buffers[pieces % 2];
+    Tensor sC =
+        make_tensor(make_smem_ptr(buffer.begin()), typename Cfg::SmemLayoutC{});
+    // The copy engine has finished reading this buffer (two pieces ago).
+    if (thread == 0) tma_store_wait<1>();
+    cutlass::arch::NamedBarrier::sync(128, barrier);
+    // Accumulator i of the 64 x N wgmma layout: row 16 warp + g + 8 (i / 2
+    // % 2), column 8 (i / 4) + 2 t + i % 2.
+    CUTE_UNROLL
+    for (int j = 0; j < kCols / 8; ++j) {
+      CUTE_UNROLL
+      for (int half = 0; half < 2; ++half) {
+        const int i = 4 * (piece * kCols / 8 + j) + 2 * half;
+        const int row = 16 * warp + g + 8 * half;
+        const int column = 8 * j + 2 * t;
+        const int m = m_chunk * kChunkRows + row;
+        const int n = n_block * Cfg::kBN + piece * kCols + column;
+        const float* b = bias + piece * kCols + column;
+        Pair<T> pair;
+        pair.x =
+            from_acc<T>(settled<Cfg::kSplitTf32>(accum(i), p, m, n) + b[0]);
+        pair.y = from_acc<T>(
+            settled<Cfg::kSplitTf32>(accum(i + 1), p, m, n + 1) + b[1]);
+        *reinterpret_cast<Pair<T>*>(raw_pointer_cast(&sC(row, column))) = pair;
+      }
+    }
+    tma_store_fence();  // the stores above, visible to the copy engine
+    cutlass::arch::NamedBarrier::sync(128, barrier);
+    if (thread == 0) {
+      Tensor gC =
+          local_tile(mC, typename Cfg::TileC{},
+                     make_coord(m_chunk, n_block * (Cfg::kBN / kCols) + piece));
+      auto [tCgC, tCsC] =
+          tma_partition(tma_c, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sC),
+                        group_modes<0, 2>(gC));
+      copy(tma_c, tCsC, tCgC);
+      tma_store_arrive();
+    }
+  }
+}
+
+// The cluster split's epilogue: the blocks of a cluster have each summed
+// their share of the tile's contraction into `accum`; each writes its sums
+// to shared memory, and block q adds the q-th slice of the tile's rows over
+// every block's sums in split order (the same bits whichever finishes
+// first), adds the bias, rounds once and stores. Two meetings of the
+// cluster's consumers: the sums are written; no block reads another's any
+// more. A meeting: the block's consumers synchronise, one thread releases
+// their writes to each block of the cluster by arriving on its
+// split_barrier (one arrival a block), and all wait for their own.
+template <typename Cfg, typename T, typename Accum, typename Coords,
+          typename Storage, typename BiasPipeline, typename BiasState>
+__device__ __forceinline__ void add_in_cluster(
+    const GatherLinearParams<T>& p, const Accum& accum, const Coords& coords,
+    Storage& smem, BiasPipeline& bias_pipeline, BiasState& bias_read,
+    int m_block, int n_block, int rank, int splits, int consumer,
+    uint32_t& meetings) {
+  namespace cg = cooperative_groups;
+  constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kPitch = Cfg::kPartialPitch;
+  static_assert(kBM * kPitch * sizeof(float) <= sizeof(smem.a) + sizeof(smem.b),
+                "the sums fit in the ring");
+  float* sums = reinterpret_cast<float*>(smem.a.begin());
+  const auto meet = [&] {
+    cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
+    if (consumer == 0) {
+      for (int q = 0; q < splits; ++q) {
+        ptx::mbarrier_arrive_in_block(&smem.split_barrier, q);
+      }
+    }
+    ptx::mbarrier_wait<true>(&smem.split_barrier, meetings & 1);
+    ++meetings;
+  };
+  // Both consumer groups' multiplies are done with the ring.
+  cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
+  // Accumulators i and i + 1 are adjacent columns of one row.
+  CUTE_UNROLL
+  for (int i = 0; i < size(accum); i += 2) {
+    const int row = get<0>(coords(i)) - m_block * kBM;
+    const int column = get<1>(coords(i)) - n_block * kBN;
+    *reinterpret_cast<float2*>(sums + row * kPitch + column) =
+        make_float2(accum(i), accum(i + 1));
+  }
+  meet();
+  bias_pipeline.consumer_wait(bias_read);
+  const float* bias = smem.bias[bias_read.index()];
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int first_row = kBM * rank / splits;
+  const int rows = kBM * (rank + 1) / splits - first_row;
+  constexpr int kQuads = kBN / 4;  // four columns a thread at a time
+  for (int e = consumer; e < rows * kQuads; e += kConsumerThreads) {
+    const int row = first_row + e / kQuads, column = 4 * (e % kQuads);
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int q = 0; q < splits; ++q) {
+      const float4 w = *reinterpret_cast<const float4*>(
+          cluster.map_shared_rank(sums + row * kPitch + column, q));
+      v[0] += w.x;
+      v[1] += w.y;
+      v[2] += w.z;
+      v[3] += w.w;
+    }
+    const int64_t m = int64_t{m_block} * kBM + row;
+    if (m >= p.B) continue;
+    T* out = p.out + m * p.out_stride_b;
+    for (int c = 0; c < 4; ++c) {
+      const int64_t n = int64_t{n_block} * kBN + column + c;
+      if (n < p.K)
+        out[n * p.out_stride_k] = from_acc<T>(v[c] + bias[column + c]);
+    }
+  }
+  bias_pipeline.consumer_release(bias_read);
+  ++bias_read;
+  meet();
+}
+
+}  // namespace fgl::cuda::wgmma
