@@ -75,10 +75,11 @@ __device__ __forceinline__ void split_in_place(const void* values,
   }
 }
 
-/// Grid: persistent, at most one block per multiprocessor, each taking the
-/// kBM x kBN tiles of out in turn, columns fastest (the tiles in flight
-/// share their x rows in L2). kThreads threads; dynamic shared memory
-/// sizeof(SharedStorage<Config<T, kSplit, kPingpong>>).
+/// Grid: persistent, at most one block per multiprocessor, each (in the
+/// cluster split each cluster) taking the kBM x kBN tiles of out in turn,
+/// columns fastest (the tiles in flight share their x rows in L2). kThreads
+/// threads; dynamic shared memory
+/// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit>>).
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit,
           typename TmaA, typename TmaB, typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -114,8 +115,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   params.is_leader = threadIdx.x == 0;
   params.num_consumers = kTileThreads;
   Pipeline pipeline(smem.pipeline, params, Shape<_1, _1, _1>{});
-  // Where out goes through the copy engine, warp 1 reads each tile's bias
-  // into shared memory while the tile before is multiplied.
+  // Where out goes through the copy engine or the cluster adds its sums,
+  // warp 1 reads each tile's bias into shared memory while the tile before
+  // is multiplied.
   constexpr bool kBiasWarp = !std::is_same_v<TmaC, NoTmaStore> || kClusterSplit;
   using BiasPipeline = typename Cfg::BiasPipeline;
   typename BiasPipeline::Params bias_params;
