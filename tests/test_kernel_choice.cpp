@@ -395,7 +395,10 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   force_route(std::nullopt);
   // The split schedule: clusters of 8, 4 and 2 while one a tile are
   // resident at once and each block keeps 4 steps; pairs past that.
-  const std::array<int, 3> resident{16, 30, 66};
+  ResidentClusters resident{};
+  resident[8] = 16;
+  resident[4] = 30;
+  resident[2] = 66;
   EXPECT_EQ(wgmma_cluster_splits(9, 64, resident), 8);
   EXPECT_EQ(wgmma_cluster_splits(17, 64, resident), 4);
   EXPECT_EQ(wgmma_cluster_splits(9, 16, resident), 4);
@@ -475,17 +478,26 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
             Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 16384, 2)), Route::kCublasCat);
   // float32 through three TF32 products from 64 of its 128 x 128 tiles,
-  // whatever the weight; cuBLAS keeps fewer tiles, float32 where TF32 is
-  // allowed (the kernel's TF32 instance lost there) and float64; so do
-  // builds without the kernel.
+  // whatever the weight; where TF32 is allowed, one TF32 pass from 128 of
+  // the 128 x 256 tiles up to K = 4096; cuBLAS keeps fewer tiles, longer K
+  // under TF32 and float64; so do builds without the kernel.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(8, 1024, 64, 1024, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 256, 128, 4096, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(4, 2048, 64, 256, 4)), Route::kCublasCat);
-  Problem tf32 = h200_wgmma(32, 4096, 128, 4096, 4);
-  tf32.tf32_allowed = true;
-  EXPECT_EQ(choose_route(tf32), Route::kCublasCat);
+  const auto with_tf32 = [](Problem p) {
+    p.tf32_allowed = true;
+    return p;
+  };
+  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(32, 4096, 128, 4096, 4))),
+            Route::kWgmma);
+  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(32, 4096, 128, 1024, 4))),
+            Route::kWgmma);
+  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(32, 512, 128, 4096, 4))),
+            Route::kCublasCat);
+  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(16, 2048, 128, 16384, 4))),
+            Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 8)),
             Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(32, 4096, 128, 4096, 2)), Route::kCublasCat);

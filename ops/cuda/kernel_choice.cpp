@@ -120,6 +120,12 @@ constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
 constexpr int64_t kMinWgmmaSplitTiles = 64;
+// Its one-pass TF32 instance, where the user allowed TF32 (bench/NOTES.md,
+// "v23"), beat cat + cuBLAS under TF32 from 128 of its 128 x 256 tiles up to
+// K = 4096 (every weight measured, to 128 MiB); 64 tiles lost, as did
+// K = 16384.
+constexpr int64_t kMinWgmmaTf32Tiles = 128;
+constexpr int64_t kMaxWgmmaTf32K = 4096;
 // A cluster's reduction costs about as much as streaming this many stages.
 constexpr int64_t kClusterCostStages = 4;
 
@@ -200,12 +206,14 @@ int64_t wgmma_tiles(const Problem& p) {
 }
 
 // The measured table's verdict for the Hopper tensor-core kernel: half
-// types, and float32 through its three TF32 products; not float32 where TF32
-// is allowed (its one-pass instance lost to cat + cuBLAS under TF32 at every
-// size measured, bench/NOTES.md "v15").
+// types; float32 through its three TF32 products; float32 where TF32 is
+// allowed through its one-pass instance.
 bool wgmma_wins(const Problem& p) {
   if (p.element_size == 4) {
-    return !p.tf32_allowed && wgmma_tiles(p) >= kMinWgmmaSplitTiles;
+    if (p.tf32_allowed) {
+      return wgmma_tiles(p) >= kMinWgmmaTf32Tiles && p.K <= kMaxWgmmaTf32K;
+    }
+    return wgmma_tiles(p) >= kMinWgmmaSplitTiles;
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes;
@@ -448,12 +456,10 @@ bool can_run_wgmma_pingpong(const Problem& p) {
 }
 
 int wgmma_cluster_splits(int64_t tiles, int64_t steps,
-                         const std::array<int, 3>& resident_clusters) {
-  const int splits[] = {8, 4, 2};
-  for (int i = 0; i < 3; ++i) {
-    if (tiles <= resident_clusters[i] &&
-        steps / splits[i] >= kMinClusterSplitSteps) {
-      return splits[i];
+                         const ResidentClusters& resident) {
+  for (const int splits : kWgmmaClusterSplitSizes) {
+    if (tiles <= resident[splits] && steps / splits >= kMinClusterSplitSteps) {
+      return splits;
     }
   }
   // Pairs in more than one wave, where even they do not all fit at once.

@@ -114,14 +114,18 @@ bool can_run_wgmma(const Problem& p);
 /// Whether its ping-pong schedule can take `p`: can_run_wgmma(p), float16
 /// or bfloat16.
 bool can_run_wgmma_pingpong(const Problem& p);
+/// The cluster sizes the split schedule takes, largest first, up to the
+/// portable cluster size, and how many clusters of each size the GPU holds
+/// at once (indexed by the size).
+inline constexpr std::array<int, 3> kWgmmaClusterSplitSizes = {8, 4, 2};
+using ResidentClusters = std::array<int, kWgmmaClusterSplitSizes[0] + 1>;
 /// The blocks a cluster of the split schedule splits each of `tiles` tiles'
-/// contraction of `steps` stages over: the most of 8, 4 and 2 whose
-/// clusters, one a tile, are all resident at once (`resident_clusters`: how
-/// many clusters of 8, 4 and 2 blocks the GPU holds at once) with each
-/// block keeping at least 4 of the steps; 2 where none fits at once and
-/// pairs keep 4 steps, else 1.
+/// contraction of `steps` stages over: the largest of its sizes whose
+/// clusters, one a tile, are all resident at once with each block keeping
+/// at least 4 of the steps; 2 where none fits at once and pairs keep 4
+/// steps, else 1.
 int wgmma_cluster_splits(int64_t tiles, int64_t steps,
-                         const std::array<int, 3>& resident_clusters);
+                         const ResidentClusters& resident);
 /// Whether the split schedule can take `p`: can_run_wgmma_pingpong(p), its
 /// 128 x 128 tiles in pairs of blocks within the multiprocessors, and 4
 /// steps a block of a pair.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <mutex>
 #include <type_traits>
 
 #include "dependent_launch.cuh"
@@ -30,6 +31,32 @@ cudaError_t resident_clusters(Kernel kernel, unsigned size, int smem_bytes,
   config.attrs = &cluster;
   config.numAttrs = 1;
   return cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+}
+
+// The same for clusters of every size the split takes, on `device`, asked
+// once a device (and kernel): the launches that follow pay nothing for it.
+template <typename Kernel>
+cudaError_t resident_cluster_counts(Kernel kernel, int device, int smem_bytes,
+                                    ResidentClusters& counts) {
+  const auto ask = [&](ResidentClusters& into) {
+    into = {};
+    for (const int size : kWgmmaClusterSplitSizes) {
+      if (const auto err =
+              resident_clusters(kernel, size, smem_bytes, into[size]);
+          err != cudaSuccess) {
+        return err;
+      }
+    }
+    return cudaSuccess;
+  };
+  constexpr int kDevices = 64;
+  if (device < 0 || device >= kDevices) return ask(counts);
+  static std::once_flag once[kDevices];
+  static ResidentClusters cached[kDevices];
+  static cudaError_t error[kDevices];
+  std::call_once(once[device], [&] { error[device] = ask(cached[device]); });
+  counts = cached[device];
+  return error[device];
 }
 
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false>
@@ -68,19 +95,16 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
     int splits = 1;
     int64_t groups = sm_count;
     if constexpr (kClusterSplit) {
-      std::array<int, 3> resident{};
-      const unsigned sizes[] = {8, 4, 2};
-      for (int i = 0; i < 3; ++i) {
-        if (const auto err =
-                resident_clusters(kernel, sizes[i], smem_bytes, resident[i]);
-            err != cudaSuccess) {
-          return err;
-        }
+      ResidentClusters resident{};
+      if (const auto err =
+              resident_cluster_counts(kernel, device, smem_bytes, resident);
+          err != cudaSuccess) {
+        return err;
       }
       splits = wgmma_cluster_splits(
           tiles, (p.H + Cfg::kBK - 1) / Cfg::kBK * p.R, resident);
       if (splits < 2) return cudaErrorInvalidValue;
-      groups = std::max(resident[splits == 8 ? 0 : splits == 4 ? 1 : 2], 1);
+      groups = std::max(resident[splits], 1);
     }
     const auto blocks =
         static_cast<unsigned>(std::min<int64_t>(tiles, groups) * splits);
