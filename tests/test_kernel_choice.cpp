@@ -479,8 +479,9 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 16384, 2)), Route::kCublasCat);
   // float32 through three TF32 products from 64 of its 128 x 128 tiles,
   // whatever the weight; where TF32 is allowed, one TF32 pass from 128 of
-  // the 128 x 256 tiles up to K = 4096; cuBLAS keeps fewer tiles, longer K
-  // under TF32 and float64; so do builds without the kernel.
+  // the 128 x 256 tiles up to K = 4096, R * H from 512 and 128 MiB of
+  // weight; cuBLAS keeps fewer tiles, longer K, shorter contractions or
+  // more weight under TF32, and float64; so do builds without the kernel.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(8, 1024, 64, 1024, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 256, 128, 4096, 4)), Route::kWgmma);
@@ -497,6 +498,14 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(with_tf32(h200_wgmma(32, 512, 128, 4096, 4))),
             Route::kCublasCat);
   EXPECT_EQ(choose_route(with_tf32(h200_wgmma(16, 2048, 128, 16384, 4))),
+            Route::kCublasCat);
+  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(8, 65536, 64, 512, 4))),
+            Route::kWgmma);
+  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(64, 4096, 128, 4096, 4))),
+            Route::kWgmma);
+  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(4, 65536, 64, 512, 4))),
+            Route::kCublasCat);
+  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(128, 4096, 128, 4096, 4))),
             Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 8)),
             Route::kCublasCat);

@@ -122,10 +122,13 @@ constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
 constexpr int64_t kMinWgmmaSplitTiles = 64;
 // Its one-pass TF32 instance, where the user allowed TF32 (bench/NOTES.md,
 // "v23"), beat cat + cuBLAS under TF32 from 128 of its 128 x 256 tiles up to
-// K = 4096 (every weight measured, to 128 MiB); 64 tiles lost, as did
+// K = 4096, over the contractions (R * H from 512) and weights (to 128 MiB,
+// where the lead had shrunk to 1.04x) measured; 64 tiles lost, as did
 // K = 16384.
 constexpr int64_t kMinWgmmaTf32Tiles = 128;
 constexpr int64_t kMaxWgmmaTf32K = 4096;
+constexpr int64_t kMinWgmmaTf32Contraction = 512;
+constexpr int64_t kMaxWgmmaTf32WeightBytes = int64_t{128} << 20;
 // A cluster's reduction costs about as much as streaming this many stages.
 constexpr int64_t kClusterCostStages = 4;
 
@@ -211,7 +214,9 @@ int64_t wgmma_tiles(const Problem& p) {
 bool wgmma_wins(const Problem& p) {
   if (p.element_size == 4) {
     if (p.tf32_allowed) {
-      return wgmma_tiles(p) >= kMinWgmmaTf32Tiles && p.K <= kMaxWgmmaTf32K;
+      return wgmma_tiles(p) >= kMinWgmmaTf32Tiles && p.K <= kMaxWgmmaTf32K &&
+             p.R * p.H >= kMinWgmmaTf32Contraction &&
+             weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
     }
     return wgmma_tiles(p) >= kMinWgmmaSplitTiles;
   }
