@@ -487,26 +487,23 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(32, 256, 128, 4096, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(4, 2048, 64, 256, 4)), Route::kCublasCat);
-  const auto with_tf32 = [](Problem p) {
-    p.tf32_allowed = true;
-    return p;
+  struct Tf32Case {
+    int64_t R, B, H, K;
+    Route route;
   };
-  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(32, 4096, 128, 4096, 4))),
-            Route::kWgmma);
-  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(32, 4096, 128, 1024, 4))),
-            Route::kWgmma);
-  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(32, 512, 128, 4096, 4))),
-            Route::kCublasCat);
-  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(16, 2048, 128, 16384, 4))),
-            Route::kCublasCat);
-  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(8, 65536, 64, 512, 4))),
-            Route::kWgmma);
-  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(64, 4096, 128, 4096, 4))),
-            Route::kWgmma);
-  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(4, 65536, 64, 512, 4))),
-            Route::kCublasCat);
-  EXPECT_EQ(choose_route(with_tf32(h200_wgmma(128, 4096, 128, 4096, 4))),
-            Route::kCublasCat);
+  for (const auto& c : {Tf32Case{32, 4096, 128, 4096, Route::kWgmma},
+                        {32, 4096, 128, 1024, Route::kWgmma},
+                        {8, 65536, 64, 512, Route::kWgmma},
+                        {64, 4096, 128, 4096, Route::kWgmma},
+                        {32, 512, 128, 4096, Route::kCublasCat},
+                        {16, 2048, 128, 16384, Route::kCublasCat},
+                        {4, 65536, 64, 512, Route::kCublasCat},
+                        {128, 4096, 128, 4096, Route::kCublasCat}}) {
+    Problem tf32 = h200_wgmma(c.R, c.B, c.H, c.K, 4);
+    tf32.tf32_allowed = true;
+    EXPECT_EQ(choose_route(tf32), c.route)
+        << c.R << "," << c.B << "," << c.H << "," << c.K << " under TF32";
+  }
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 8)),
             Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(32, 4096, 128, 4096, 2)), Route::kCublasCat);

@@ -4,7 +4,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <array>
 #include <mutex>
 #include <type_traits>
 
