@@ -1,6 +1,7 @@
-// Thin wrappers over the instructions the fused kernels use: mbarriers,
-// bulk tensor copies (TMA), cp.async, shared-memory vectors, ldmatrix and
-// mma.sync. Each is one PTX instruction (await_previous_grid two); callers
+// Thin wrappers over the instructions the fused kernels use: mbarriers, the
+// cluster barrier, bulk tensor copies (TMA), cp.async, shared-memory
+// vectors, ldmatrix and mma.sync. Each is one PTX instruction
+// (await_previous_grid and cluster_sync_unaligned two); callers
 // guard each with the architecture it needs (mma.sync sm_80, most sm_90),
 // but for await_previous_grid, a no-op before sm_90, and prefetch_l2 (any).
 #pragma once
@@ -62,52 +63,33 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar,
                : "memory");
 }
 
-// Blocks until the phase with the given parity of `bar` has completed;
-// kCluster: acquiring at cluster scope what arrivals from other blocks of
-// the cluster released (mbarrier_arrive_in_block).
-template <bool kCluster = false>
+// Blocks until the phase with the given parity of `bar` has completed.
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   const uint32_t addr = smem_addr(bar);
   uint32_t done = 0;
   do {
-    if constexpr (kCluster) {
-      asm volatile(
-          "{\n"
-          ".reg .pred p;\n"
-          "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
-          "%2;\n"
-          "selp.u32 %0, 1, 0, p;\n"
-          "}\n"
-          : "=r"(done)
-          : "r"(addr), "r"(parity)
-          : "memory");
-    } else {
-      asm volatile(
-          "{\n"
-          ".reg .pred p;\n"
-          "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-          "selp.u32 %0, 1, 0, p;\n"
-          "}\n"
-          : "=r"(done)
-          : "r"(addr), "r"(parity)
-          : "memory");
-    }
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
   } while (done == 0);
 }
 
-// Arrives on the mbarrier at `bar`'s offset in the shared memory of block
-// `rank` of the cluster, releasing this thread's writes (and those ordered
-// before them) to the cluster (sm_90).
-__device__ __forceinline__ void mbarrier_arrive_in_block(uint64_t* bar,
-                                                         uint32_t rank) {
+// Arrives on the cluster's barrier, releasing this thread's writes to the
+// cluster, and waits until every thread of the cluster that has not exited
+// has arrived, acquiring theirs (sm_90). Unlike cooperative_groups'
+// cluster.sync(), not warp-aligned: a warp's threads may come apart or
+// have exited.
+__device__ __forceinline__ void cluster_sync_unaligned() {
   asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(rank)
-      : "memory");
+      "barrier.cluster.arrive.release;\n"
+      "barrier.cluster.wait.acquire;" ::
+          : "memory");
 }
 
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {

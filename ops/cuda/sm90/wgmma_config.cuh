@@ -148,7 +148,6 @@ struct SharedStorage {
   float bias[Cfg::kBiasSlots][Cfg::kBN];
   typename Cfg::Pipeline::SharedStorage pipeline;
   typename Cfg::BiasPipeline::SharedStorage bias_pipeline;
-  uint64_t split_barrier;  // the cluster split's meetings
 };
 
 // The tensors the copy engine is described over (host and device agree), of
@@ -194,7 +193,7 @@ using Pair = typename Types<T>::Pair;
 
 // The consumers' named barriers (0 is __syncthreads', 1 and 2 store_pieces'):
 // for the split stage (float32's three products) and the cluster split's
-// meetings,
+// epilogue (both groups done with the ring),
 inline constexpr uint32_t kSplitBarrier = 3;
 // and for ping-pong's turns at the ring: group g waits on kTurnBarrier + g.
 inline constexpr uint32_t kTurnBarrier = 4;

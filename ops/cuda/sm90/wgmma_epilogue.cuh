@@ -123,33 +123,20 @@ __device__ __forceinline__ void store_pieces(
 // their share of the tile's contraction into `accum`; each writes its sums
 // to shared memory, and block q adds the q-th slice of the tile's rows over
 // every block's sums in split order (the same bits whichever finishes
-// first), adds the bias, rounds once and stores. Two meetings of the
-// cluster's consumers: the sums are written; no block reads another's any
-// more. A meeting: the block's consumers synchronise, one thread releases
-// their writes to each block of the cluster by arriving on its
-// split_barrier (one arrival a block), and all wait for their own.
+// first), adds the bias, rounds once and stores. Two meetings on the
+// cluster's barrier, which the producer's thread and the bias warp join
+// too: the sums are written; no block reads another's any more.
 template <typename Cfg, typename T, typename Accum, typename Coords,
           typename Storage, typename BiasPipeline, typename BiasState>
 __device__ __forceinline__ void add_in_cluster(
     const GatherLinearParams<T>& p, const Accum& accum, const Coords& coords,
     Storage& smem, BiasPipeline& bias_pipeline, BiasState& bias_read,
-    int m_block, int n_block, int rank, int splits, int consumer,
-    uint32_t& meetings) {
+    int m_block, int n_block, int rank, int splits, int consumer) {
   namespace cg = cooperative_groups;
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kPitch = Cfg::kPartialPitch;
   static_assert(kBM * kPitch * sizeof(float) <= sizeof(smem.a) + sizeof(smem.b),
                 "the sums fit in the ring");
   float* sums = reinterpret_cast<float*>(smem.a.begin());
-  const auto meet = [&] {
-    cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
-    if (consumer == 0) {
-      for (int q = 0; q < splits; ++q) {
-        ptx::mbarrier_arrive_in_block(&smem.split_barrier, q);
-      }
-    }
-    ptx::mbarrier_wait<true>(&smem.split_barrier, meetings & 1);
-    ++meetings;
-  };
   // Both consumer groups' multiplies are done with the ring.
   cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
   // Accumulators i and i + 1 are adjacent columns of one row.
@@ -160,7 +147,7 @@ __device__ __forceinline__ void add_in_cluster(
     *reinterpret_cast<float2*>(sums + row * kPitch + column) =
         make_float2(accum(i), accum(i + 1));
   }
-  meet();
+  ptx::cluster_sync_unaligned();
   bias_pipeline.consumer_wait(bias_read);
   const float* bias = smem.bias[bias_read.index()];
   const cg::cluster_group cluster = cg::this_cluster();
@@ -189,7 +176,7 @@ __device__ __forceinline__ void add_in_cluster(
   }
   bias_pipeline.consumer_release(bias_read);
   ++bias_read;
-  meet();
+  ptx::cluster_sync_unaligned();
 }
 
 }  // namespace fgl::cuda::wgmma

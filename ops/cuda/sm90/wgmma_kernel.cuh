@@ -129,13 +129,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   bias_params.producer_arv_count = 32;
   bias_params.consumer_arv_count = kTileThreads;
   BiasPipeline bias_pipeline(smem.bias_pipeline, bias_params);
-  if (kClusterSplit && threadIdx.x == 0) {
-    ptx::mbarrier_init(&smem.split_barrier, splits);
-  }
   cutlass::arch::fence_barrier_init();
   __syncthreads();
-  // Every block's barriers are set up before another block arrives on them.
-  if constexpr (kClusterSplit) cg::this_cluster().sync();
   ptx::await_previous_grid();
 
   Tensor sA = make_tensor(make_smem_ptr(smem.a.begin()),
@@ -151,6 +146,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Tiles are dealt round-robin to the resident blocks; the ring's state
   // runs on from one tile to the next, so the producer fills the next
   // tile's stages while the consumers store the last one.
+  // In the cluster split every thread that has not exited joins each tile's
+  // two meetings on the cluster's barrier (add_in_cluster); the first also
+  // sees every block of the cluster running before any reads another's
+  // shared memory.
+  const auto join_the_meetings = [] {
+    ptx::cluster_sync_unaligned();
+    ptx::cluster_sync_unaligned();
+  };
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<40>();
     if (kBiasWarp && threadIdx.x / 32 == 1) {
@@ -167,6 +170,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         bias_pipeline.producer_commit(state);
         ++state;
+        if constexpr (kClusterSplit) join_the_meetings();
       }
       return;
     }
@@ -199,6 +203,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           ++r;
         }
       }
+      // The ring is held until the second meeting: waiting there costs the
+      // copies nothing.
+      if constexpr (kClusterSplit) join_the_meetings();
     }
     pipeline.producer_tail(state);
     return;
@@ -225,9 +232,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     smem.pipeline.empty_barrier_[release.index()].arrive();
     ++release;
   };
-  uint32_t meetings = 0;  // the cluster split's, so far
-  int pieces = 0;         // pieces of out this warp group has handed over
-  int split_steps = 0;    // stages split so far: which remainders are next
+  int pieces = 0;       // pieces of out this warp group has handed over
+  int split_steps = 0;  // stages split so far: which remainders are next
   // In ping-pong the block's tiles go to the two warp groups in turn: each
   // passes over the other's stages and bias.
   const auto pass_over_a_tile = [&] {
@@ -380,7 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     if constexpr (kClusterSplit) {
       add_in_cluster<Cfg>(p, accum, coords, smem, bias_pipeline, bias_read,
-                          m_block, n_block, rank, splits, consumer, meetings);
+                          m_block, n_block, rank, splits, consumer);
       cutlass::arch::fence_view_async_shared();  // before the copies refill
       for (int k = 0; k < kStages; ++k) {
         release_stage();
