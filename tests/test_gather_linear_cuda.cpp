@@ -185,14 +185,16 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
   for (const auto route : {cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
                            cuda::Route::kWgmmaSplit}) {
     SCOPED_TRACE(cuda::route_name(route));
-    // The split takes 32,300,128,520 and 16,130,128,700 in clusters of 8,
-    // 16,200,64,300 in 4 and 4,200,128,300 in 2 (on the H200).
+    // The split takes 32,300,128,520 and the last four, on the H200 in
+    // clusters of 8 or 4 (16,130,128,700 and 16,200,64,300 too), 3
+    // (16,1000,128,520: 40 tiles) and 2 (4,200,128,300).
     expect_exact_and_deterministic(route, {{32, 300, 128, 520},
                                            {3, 2100, 40, 2000},
                                            {1, 130, 128, 257},
                                            {6, 8400, 32, 520},
                                            {16, 130, 128, 700},
                                            {16, 200, 64, 300},
+                                           {16, 1000, 128, 520},
                                            {4, 200, 128, 300}});
   }
 }

@@ -393,15 +393,15 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   EXPECT_EQ(choose_route(p), Route::kWgmmaPingpong);
   EXPECT_NE(choose_route(single), Route::kWgmmaPingpong);
   force_route(std::nullopt);
-  // The split schedule: clusters of 8, 4 and 2 while one a tile are
-  // resident at once and each block keeps 4 steps; pairs past that.
-  ResidentClusters resident{};
-  resident[8] = 16;
-  resident[4] = 30;
-  resident[2] = 66;
+  // The split schedule: the largest clusters of 8, 4, 3 and 2 blocks whose
+  // clusters, one a tile, are all resident at once with each block keeping
+  // 4 steps; pairs past that.
+  const ResidentClusters resident{0, 0, 66, 44, 30, 22, 21, 14, 14};
   EXPECT_EQ(wgmma_cluster_splits(9, 64, resident), 8);
   EXPECT_EQ(wgmma_cluster_splits(17, 64, resident), 4);
+  EXPECT_EQ(wgmma_cluster_splits(32, 64, resident), 3);
   EXPECT_EQ(wgmma_cluster_splits(9, 16, resident), 4);
+  EXPECT_EQ(wgmma_cluster_splits(9, 12, resident), 3);
   EXPECT_EQ(wgmma_cluster_splits(9, 8, resident), 2);
   EXPECT_EQ(wgmma_cluster_splits(100, 64, resident), 2);
   EXPECT_EQ(wgmma_cluster_splits(4, 7, resident), 1);
@@ -442,8 +442,9 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
             Route::kWgmmaPingpong);
   // Contractions of 2048 over four rows a column or more, and of 4096 over
   // 512 rows or more, in 8 to 16 of the split's 128 x 128 tiles or 33 and
-  // more: the cluster split; 17 to 32 tiles, other contractions or fewer
-  // rows: another route.
+  // more, and from 17 to 32 tiles a contraction of 4096 over 640 rows or
+  // more: the cluster split; other contractions or fewer rows: another
+  // route.
   struct SplitCase {
     int64_t R, B, K;
     bool split;
@@ -456,8 +457,11 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
                         {32, 512, 256, true},
                         {32, 512, 2048, true},
                         {32, 1024, 1024, true},
-                        {32, 2048, 256, false},
+                        {32, 2048, 256, true},
+                        {32, 640, 512, true},
+                        {32, 768, 640, true},
                         {32, 512, 1024, false},
+                        {16, 2048, 256, false},
                         {32, 256, 1024, false},
                         {16, 1024, 1024, false},
                         {8, 4096, 512, false},

@@ -87,21 +87,21 @@ constexpr int64_t kWgmmaSplitTileCols = 128;
 // tile, which it holds until the cluster has added their sums.
 constexpr int64_t kWgmmaClusterSplitTileCols = 128;
 constexpr int64_t kMinClusterSplitSteps = 4;
-// Where the split beat cat + cuBLAS on the H200 (bench/NOTES.md, "v22"):
-// contractions of R * H from 2048 below 4096 over rows four times the
-// columns or more, and of 4096 over 512 rows or more (the concatenation is
-// the larger share of the reference's time there), with 8 to 16 tiles
-// (clusters of 8, all resident at once) or 33 and more (pairs on every
-// multiprocessor); from 17 to 32 the clusters of 4 did not all fit at once
-// and pairs left half the multiprocessors idle. Longer contractions were
-// not measured.
+// Where the split beat cat + cuBLAS on the H200 (bench/NOTES.md, "v22",
+// "v23"): contractions of R * H from 2048 below 4096 over rows four times
+// the columns or more, and of 4096 over 512 rows or more (the concatenation
+// is the larger share of the reference's time there), with 8 to 16 tiles or
+// 33 and more; from 17 to 32 tiles (clusters of 3 to 6, the most that fit
+// at once) only a contraction of 4096 over 640 rows or more won. Longer
+// contractions were not measured.
 constexpr int64_t kMinClusterSplitContraction = 2048;
 constexpr int64_t kClusterSplitRowsPerColumn = 4;
 constexpr int64_t kClusterSplitLongContraction = 4096;
 constexpr int64_t kMinClusterSplitRowsLong = 512;
+constexpr int64_t kMinClusterSplitRowsLongMidTiles = 640;
 constexpr int64_t kMinClusterSplitTiles = 8;
-constexpr int64_t kMaxClusterSplitEightTiles = 16;
-constexpr int64_t kMinClusterSplitPairTiles = 33;
+constexpr int64_t kMinClusterSplitMidTiles = 17;
+constexpr int64_t kMaxClusterSplitMidTiles = 32;
 // Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
 // enough for two per multiprocessor (fewer leave most of them idle for a
 // long contraction), and a weight that stays in L2 while the tiles in
@@ -233,16 +233,17 @@ int64_t wgmma_split_tiles(const Problem& p) {
 // The measured table's verdict for its cluster split (v22).
 bool wgmma_split_wins(const Problem& p) {
   const int64_t tiles = wgmma_split_tiles(p);
-  const bool clusters_fit =
-      (tiles >= kMinClusterSplitTiles && tiles <= kMaxClusterSplitEightTiles) ||
-      tiles >= kMinClusterSplitPairTiles;
+  const bool mid_tiles =
+      tiles >= kMinClusterSplitMidTiles && tiles <= kMaxClusterSplitMidTiles;
   const int64_t C = p.R * p.H;
-  const bool rows_enough = C == kClusterSplitLongContraction
-                               ? p.B >= kMinClusterSplitRowsLong
-                               : C >= kMinClusterSplitContraction &&
-                                     C < kClusterSplitLongContraction &&
-                                     p.B >= kClusterSplitRowsPerColumn * p.K;
-  return p.element_size == 2 && rows_enough && clusters_fit;
+  const bool rows_enough =
+      C == kClusterSplitLongContraction
+          ? p.B >= (mid_tiles ? kMinClusterSplitRowsLongMidTiles
+                              : kMinClusterSplitRowsLong)
+          : !mid_tiles && C >= kMinClusterSplitContraction &&
+                C < kClusterSplitLongContraction &&
+                p.B >= kClusterSplitRowsPerColumn * p.K;
+  return p.element_size == 2 && rows_enough && tiles >= kMinClusterSplitTiles;
 }
 
 // The measured table's verdict for its ping-pong schedule (v21).

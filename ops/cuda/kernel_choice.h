@@ -115,9 +115,10 @@ bool can_run_wgmma(const Problem& p);
 /// or bfloat16.
 bool can_run_wgmma_pingpong(const Problem& p);
 /// The cluster sizes the split schedule takes, largest first, up to the
-/// portable cluster size, and how many clusters of each size the GPU holds
+/// portable cluster size (not 5 to 7: 6 took longer than 4 at 16 tiles,
+/// bench/NOTES.md "v23"), and how many clusters of each size the GPU holds
 /// at once (indexed by the size).
-inline constexpr std::array<int, 3> kWgmmaClusterSplitSizes = {8, 4, 2};
+inline constexpr std::array<int, 4> kWgmmaClusterSplitSizes = {8, 4, 3, 2};
 using ResidentClusters = std::array<int, kWgmmaClusterSplitSizes[0] + 1>;
 /// The blocks a cluster of the split schedule splits each of `tiles` tiles'
 /// contraction of `steps` stages over: the largest of its sizes whose
