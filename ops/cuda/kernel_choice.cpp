@@ -87,12 +87,12 @@ constexpr int64_t kWgmmaSplitTileCols = 128;
 // tile, which it holds until the cluster has added their sums.
 constexpr int64_t kWgmmaClusterSplitTileCols = 128;
 constexpr int64_t kMinClusterSplitSteps = 4;
-// Where the split beat cat + cuBLAS on the H200 (bench/NOTES.md, "v22",
-// "v23"): contractions of R * H from 2048 below 4096 over rows four times
+// Where the split beat cat + cuBLAS on the H200 (bench/NOTES.md, "v22" to
+// "v24"): contractions of R * H from 2048 below 4096 over rows four times
 // the columns or more, and of 4096 over 512 rows or more (the concatenation
 // is the larger share of the reference's time there), with 8 to 16 tiles or
-// 33 and more; from 17 to 32 tiles (clusters of 3 to 6, the most that fit
-// at once) only a contraction of 4096 over 640 rows or more won. Longer
+// 33 and more; from 17 to 32 tiles (clusters of 4 or 3, the largest that
+// fit at once) only a contraction of 4096 over 640 rows or more won. Longer
 // contractions were not measured.
 constexpr int64_t kMinClusterSplitContraction = 2048;
 constexpr int64_t kClusterSplitRowsPerColumn = 4;
@@ -230,7 +230,7 @@ int64_t wgmma_split_tiles(const Problem& p) {
          ceil_div(p.K, kWgmmaClusterSplitTileCols);
 }
 
-// The measured table's verdict for its cluster split (v22).
+// The measured table's verdict for its cluster split (v22, v24).
 bool wgmma_split_wins(const Problem& p) {
   const int64_t tiles = wgmma_split_tiles(p);
   const bool mid_tiles =
