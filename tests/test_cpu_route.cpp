@@ -89,14 +89,42 @@ TEST(CpuRoute, AvxBf16WithoutFp16GivesManyRowsToTheLibrary) {
   }
 }
 
-TEST(CpuRoute, Fp16CpusKeepTheKernelForSmallProblemsOnly) {
+// Where the library has AVX-512 FP16 and AMX, the kernel keeps the few-row
+// problems only: 4 rows in the half types (64 for short contractions with few
+// outputs), 16 in float32 and float64, 8 where its vectors are under 90% full
+// (bench/NOTES.md, c11).
+TEST(CpuRoute, Fp16CpusKeepTheKernelForFewRows) {
   for (const auto d : kAll) {
     EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), d, 4, 12, 32, 56)),
               Route::kDotKernel);
-    EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), d, 7, 33, 33, 1000)),
-              Route::kGemmCat);
     EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), d, 32, 1, 128, 4096)),
-              Route::kGemmView);
+              Route::kDotKernel);
+  }
+  struct Case {
+    Dtype dtype;
+    int64_t R, H, K, last_kernel_rows;
+  };
+  for (const Case& c : std::vector<Case>{
+           {Dtype::kBFloat16, 1, 64, 56, 64},   // rows
+           {Dtype::kBFloat16, 2, 32, 1024, 4},  // outputs
+           {Dtype::kFloat16, 4, 32, 56, 64},
+           {Dtype::kBFloat16, 32, 128, 4096, 4},
+           {Dtype::kFloat16, 12, 40, 300, 4},
+           {Dtype::kFloat32, 1, 64, 56, 64},
+           {Dtype::kFloat32, 2, 32, 1024, 4},
+           {Dtype::kFloat32, 32, 128, 4096, 16},
+           {Dtype::kFloat32, 7, 33, 1000, 8},  // 33 of 48 lanes used
+           {Dtype::kFloat64, 7, 33, 1000, 8},  // 33 of 40
+           {Dtype::kFloat64, 1, 64, 56, 16},
+           {Dtype::kFloat64, 32, 128, 4096, 16}}) {
+    SCOPED_TRACE(::testing::Message() << static_cast<int>(c.dtype) << " R "
+                                      << c.R << " H " << c.H << " K " << c.K);
+    const int64_t B = c.last_kernel_rows;
+    const CpuFeatures cpu = intel_avx512_fp16();
+    EXPECT_EQ(choose_route(problem(cpu, c.dtype, c.R, B, c.H, c.K)),
+              Route::kDotKernel);
+    EXPECT_EQ(choose_route(problem(cpu, c.dtype, c.R, B + 1, c.H, c.K)),
+              Route::kGemmCat);
   }
 }
 

@@ -8,11 +8,6 @@
 namespace fgl::cpu {
 namespace {
 
-// On CPUs with AVX-512 FP16 (Intel's, whose oneDNN GEMMs use it and AMX),
-// the dot kernel beat the library only on small problems: the 4,12,32,56
-// problem (86K multiply-adds) 3x, 7,33,33,1000 (7.6M) already 0.53x in
-// bfloat16 (bench/NOTES.md, "CPU routing").
-constexpr int64_t kDotMaxMacsBesideFp16Gemm = int64_t{1} << 20;
 // On CPUs with AVX-512 BF16 but not FP16 (AMD EPYC, Zen 4; bench/NOTES.md
 // "c9"), the library's blocked GEMMs (bfloat16 on vdpbf16ps, float32 and
 // float64 on AVX-512) overtake the dot kernel once there are enough rows to
@@ -40,6 +35,16 @@ constexpr KernelLimit kFloat32Limits[] = {{64, kAny, 8 << 10},
                                           {kAny, 256, kAny}};
 constexpr KernelLimit kFloat64Limits[] = {
     {256, kAny, 2 << 20}, {1024, 1024, kAny}, {kAny, 128, kAny}};
+// On CPUs with AVX-512 FP16 (Intel Xeon, whose oneDNN GEMMs use it and AMX;
+// bench/NOTES.md "c11") the library's GEMMs overtake the kernel at far fewer
+// rows: past 4 in the half types (past 64 for contractions up to 128 with
+// few outputs), past 16 in float32 and float64. Below them the kernel,
+// which reads each weight once, keeps winning even at 16M multiply-adds.
+constexpr KernelLimit kHalfLimitsBesideAmx[] = {{128, 64, 4 << 10},
+                                                {kAny, 4, kAny}};
+constexpr KernelLimit kFloat32LimitsBesideAmx[] = {{64, 64, 4 << 10},
+                                                   {kAny, 16, kAny}};
+constexpr KernelLimit kFloat64LimitsBesideAmx[] = {{kAny, 16, kAny}};
 // The kernel loads whole vectors of each slice's h, the tail masked: with
 // H = 33, two bfloat16 vectors (64 lanes) or three float32 ones (48) carry
 // 33 values (7,33,33,1000 0.47x in bfloat16 at 33 rows, 0.83x in float32 at
@@ -75,15 +80,18 @@ bool within(const KernelLimit (&table)[N], const Problem& p) {
 // The measured tables' verdict for the dot kernel against the library's
 // GEMM, by the library's kind of CPU.
 bool dot_kernel_wins(const Problem& p) {
-  if (p.cpu.avx512_fp16) {
-    return p.B * p.K * p.R * p.H <= kDotMaxMacsBesideFp16Gemm;
-  }
-  if (p.dtype == Dtype::kFloat16) return true;
+  const bool fp16_cpu = p.cpu.avx512_fp16;
+  if (p.dtype == Dtype::kFloat16 && !fp16_cpu) return true;
   const int64_t lanes = 64 / element_size(p.dtype);
   const int64_t loaded = (p.H + lanes - 1) / lanes * lanes;
   if (p.H < kMinLaneUse * static_cast<double>(loaded) &&
       p.B > kRowsAtLowLaneUse) {
     return false;
+  }
+  if (fp16_cpu) {
+    return is_half(p.dtype)             ? within(kHalfLimitsBesideAmx, p)
+           : p.dtype == Dtype::kFloat32 ? within(kFloat32LimitsBesideAmx, p)
+                                        : within(kFloat64LimitsBesideAmx, p);
   }
   return p.dtype == Dtype::kBFloat16  ? within(kBFloat16Limits, p)
          : p.dtype == Dtype::kFloat32 ? within(kFloat32Limits, p)
