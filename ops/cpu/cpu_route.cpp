@@ -37,9 +37,9 @@ constexpr KernelLimit kFloat64Limits[] = {
     {256, kAny, 2 << 20}, {1024, 1024, kAny}, {kAny, 128, kAny}};
 // On CPUs with AVX-512 FP16 (Intel Xeon, whose oneDNN GEMMs use it and AMX;
 // bench/NOTES.md "c11") the library's GEMMs overtake the kernel at far fewer
-// rows: past 4 in the half types (past 64 for contractions up to 128 with
-// few outputs), past 16 in float32 and float64. Below them the kernel,
-// which reads each weight once, keeps winning even at 16M multiply-adds.
+// rows: past 4 in the half types and 16 in float32 and float64 (64 for the
+// shortest contractions with few outputs). Below them the kernel, which
+// reads each weight once, keeps winning even at 16M multiply-adds.
 constexpr KernelLimit kHalfLimitsBesideAmx[] = {{128, 64, 4 << 10},
                                                 {kAny, 4, kAny}};
 constexpr KernelLimit kFloat32LimitsBesideAmx[] = {{64, 64, 4 << 10},
