@@ -91,8 +91,8 @@ TEST(CpuRoute, AvxBf16WithoutFp16GivesManyRowsToTheLibrary) {
 
 // Where the library has AVX-512 FP16 and AMX, the kernel keeps the few-row
 // problems only: 4 rows in the half types (64 for short contractions with few
-// outputs), 16 in float32 and float64, 8 where its vectors are under 90% full
-// (bench/NOTES.md, c11).
+// outputs; 8 with 16 threads or more), 16 in float32 and float64, 8 where
+// its vectors are under 90% full (bench/NOTES.md, c11).
 TEST(CpuRoute, Fp16CpusKeepTheKernelForFewRows) {
   for (const auto d : kAll) {
     EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), d, 4, 12, 32, 56)),
@@ -125,6 +125,17 @@ TEST(CpuRoute, Fp16CpusKeepTheKernelForFewRows) {
               Route::kDotKernel);
     EXPECT_EQ(choose_route(problem(cpu, c.dtype, c.R, B + 1, c.H, c.K)),
               Route::kGemmCat);
+  }
+  // With 16 threads or more the half types keep it to 8 rows.
+  for (const auto d : {Dtype::kFloat16, Dtype::kBFloat16}) {
+    for (const int threads : {2, 15, 16, 64}) {
+      auto p = problem(intel_avx512_fp16(), d, 32, 8, 128, 4096);
+      p.threads = threads;
+      EXPECT_EQ(choose_route(p),
+                threads >= 16 ? Route::kDotKernel : Route::kGemmCat);
+      p.B = 9;
+      EXPECT_EQ(choose_route(p), Route::kGemmCat);
+    }
   }
 }
 

@@ -39,9 +39,14 @@ constexpr KernelLimit kFloat64Limits[] = {
 // bench/NOTES.md "c11") the library's GEMMs overtake the kernel at far fewer
 // rows: past 4 in the half types and 16 in float32 and float64 (64 for the
 // shortest contractions with few outputs). Below them the kernel, which
-// reads each weight once, keeps winning even at 16M multiply-adds.
+// reads each weight once, keeps winning even at 16M multiply-adds. With 16
+// threads or more the kernel's share grew faster than the library's: the
+// half types keep it to 8 rows.
 constexpr KernelLimit kHalfLimitsBesideAmx[] = {{128, 64, 4 << 10},
                                                 {kAny, 4, kAny}};
+constexpr KernelLimit kHalfLimitsBesideAmxManyThreads[] = {{128, 64, 4 << 10},
+                                                           {kAny, 8, kAny}};
+constexpr int kManyThreads = 16;
 constexpr KernelLimit kFloat32LimitsBesideAmx[] = {{64, 64, 4 << 10},
                                                    {kAny, 16, kAny}};
 constexpr KernelLimit kFloat64LimitsBesideAmx[] = {{kAny, 16, kAny}};
@@ -89,9 +94,13 @@ bool dot_kernel_wins(const Problem& p) {
     return false;
   }
   if (fp16_cpu) {
-    return is_half(p.dtype)             ? within(kHalfLimitsBesideAmx, p)
-           : p.dtype == Dtype::kFloat32 ? within(kFloat32LimitsBesideAmx, p)
-                                        : within(kFloat64LimitsBesideAmx, p);
+    if (is_half(p.dtype)) {
+      return p.threads >= kManyThreads
+                 ? within(kHalfLimitsBesideAmxManyThreads, p)
+                 : within(kHalfLimitsBesideAmx, p);
+    }
+    return p.dtype == Dtype::kFloat32 ? within(kFloat32LimitsBesideAmx, p)
+                                      : within(kFloat64LimitsBesideAmx, p);
   }
   return p.dtype == Dtype::kBFloat16  ? within(kBFloat16Limits, p)
          : p.dtype == Dtype::kFloat32 ? within(kFloat32Limits, p)

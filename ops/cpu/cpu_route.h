@@ -32,6 +32,8 @@ struct Problem {
   bool dot_layout = false;
   // x's strides already hold the concatenation (gathered_view.h).
   bool x_gathered_view = false;
+  // Threads the op's parallel loops use (at::get_num_threads()).
+  int threads = 1;
 };
 
 enum class Route {

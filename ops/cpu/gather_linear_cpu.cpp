@@ -91,6 +91,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
   problem.K = s.K;
   problem.dot_layout = x.stride(2) == 1 && weight.stride(1) == 1;
   problem.x_gathered_view = detail::has_gathered_view(x);
+  problem.threads = at::get_num_threads();
   switch (cpu::choose_route(problem)) {
     case cpu::Route::kDotKernel:
 #ifdef FGL_WITH_AVX512_DOT
