@@ -31,6 +31,24 @@ Problem problem(CpuFeatures cpu, Dtype dtype, int64_t R, int64_t B, int64_t H,
 constexpr Dtype kAll[] = {Dtype::kFloat16, Dtype::kBFloat16, Dtype::kFloat32,
                           Dtype::kFloat64};
 
+// The most rows of B the dot kernel takes for one R, H, K and dtype.
+struct RowsCase {
+  Dtype dtype;
+  int64_t R, H, K, last_kernel_rows;
+};
+constexpr int64_t kNever = 1 << 20;  // the kernel at every size
+
+// The kernel up to the case's rows, the library's GEMM over `cat` past them.
+void expect_kernel_rows(CpuFeatures cpu, const RowsCase& c) {
+  SCOPED_TRACE(::testing::Message() << static_cast<int>(c.dtype) << " R " << c.R
+                                    << " H " << c.H << " K " << c.K);
+  const int64_t B = c.last_kernel_rows;
+  EXPECT_EQ(choose_route(problem(cpu, c.dtype, c.R, B, c.H, c.K)),
+            Route::kDotKernel);
+  EXPECT_EQ(choose_route(problem(cpu, c.dtype, c.R, B + 1, c.H, c.K)),
+            B == kNever ? Route::kDotKernel : Route::kGemmCat);
+}
+
 TEST(CpuRoute, AvxBf16WithoutFp16TakesTheDotKernel) {
   for (const auto d : kAll) {
     EXPECT_EQ(choose_route(problem(amd_avx512(), d, 4, 12, 32, 56)),
@@ -50,12 +68,7 @@ TEST(CpuRoute, AvxBf16WithoutFp16TakesTheDotKernel) {
 // (bench/NOTES.md, c9 and c10); float16 keeps the kernel, and never takes the
 // float32 slices.
 TEST(CpuRoute, AvxBf16WithoutFp16GivesManyRowsToTheLibrary) {
-  struct Case {
-    Dtype dtype;
-    int64_t R, H, K, last_kernel_rows;
-  };
-  constexpr int64_t kNever = 1 << 20;
-  for (const Case& c : std::vector<Case>{
+  for (const RowsCase& c : std::vector<RowsCase>{
            {Dtype::kBFloat16, 2, 32, 32, 256},  // rows
            {Dtype::kBFloat16, 2, 32, 56, 146},  // outputs
            {Dtype::kBFloat16, 2, 32, 1024, 8},
@@ -78,14 +91,7 @@ TEST(CpuRoute, AvxBf16WithoutFp16GivesManyRowsToTheLibrary) {
            {Dtype::kFloat64, 16, 64, 1024, 1024},
            {Dtype::kFloat64, 64, 128, 1024, 128},
            {Dtype::kFloat16, 64, 128, 4096, kNever}}) {
-    SCOPED_TRACE(::testing::Message() << static_cast<int>(c.dtype) << " R "
-                                      << c.R << " H " << c.H << " K " << c.K);
-    const int64_t B = c.last_kernel_rows;
-    EXPECT_EQ(choose_route(problem(amd_avx512(), c.dtype, c.R, B, c.H, c.K)),
-              Route::kDotKernel);
-    EXPECT_EQ(
-        choose_route(problem(amd_avx512(), c.dtype, c.R, B + 1, c.H, c.K)),
-        B == kNever ? Route::kDotKernel : Route::kGemmCat);
+    expect_kernel_rows(amd_avx512(), c);
   }
 }
 
@@ -100,11 +106,7 @@ TEST(CpuRoute, Fp16CpusKeepTheKernelForFewRows) {
     EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), d, 32, 1, 128, 4096)),
               Route::kDotKernel);
   }
-  struct Case {
-    Dtype dtype;
-    int64_t R, H, K, last_kernel_rows;
-  };
-  for (const Case& c : std::vector<Case>{
+  for (const RowsCase& c : std::vector<RowsCase>{
            {Dtype::kBFloat16, 1, 64, 56, 64},   // rows
            {Dtype::kBFloat16, 2, 32, 1024, 4},  // outputs
            {Dtype::kFloat16, 4, 32, 56, 64},
@@ -117,14 +119,7 @@ TEST(CpuRoute, Fp16CpusKeepTheKernelForFewRows) {
            {Dtype::kFloat64, 7, 33, 1000, 8},  // 33 of 40
            {Dtype::kFloat64, 1, 64, 56, 16},
            {Dtype::kFloat64, 32, 128, 4096, 16}}) {
-    SCOPED_TRACE(::testing::Message() << static_cast<int>(c.dtype) << " R "
-                                      << c.R << " H " << c.H << " K " << c.K);
-    const int64_t B = c.last_kernel_rows;
-    const CpuFeatures cpu = intel_avx512_fp16();
-    EXPECT_EQ(choose_route(problem(cpu, c.dtype, c.R, B, c.H, c.K)),
-              Route::kDotKernel);
-    EXPECT_EQ(choose_route(problem(cpu, c.dtype, c.R, B + 1, c.H, c.K)),
-              Route::kGemmCat);
+    expect_kernel_rows(intel_avx512_fp16(), c);
   }
   // With 16 threads or more the half types keep it to 8 rows.
   for (const auto d : {Dtype::kFloat16, Dtype::kBFloat16}) {
