@@ -24,6 +24,7 @@ Problem h200(int64_t R, int64_t B, int64_t H, int64_t K, int element_size) {
   p.K = K;
   p.weight_tma_ok = true;
   p.x_vectors = true;
+  p.x_tma_ok = true;
   p.x_gathered_view = B == 1;
   return p;
 }
@@ -292,9 +293,38 @@ TEST(KernelChoice, PlansFitTheDeviceAndCoverTheProblem) {
                 s[0] * s[2]);
       EXPECT_GE(plan->column_tiles * stream::kCols, s[3]);
       EXPECT_GE(plan->row_tiles * plan->rows_per_block, s[1]);
-      EXPECT_GE(plan->slab_pitch, plan->stages_per_split * stage_c);
+      if (plan->x_in_ring) {
+        EXPECT_TRUE(stream::uses_tensor_cores(e, plan->rows_per_block));
+        EXPECT_EQ(s[2] % stage_c, 0);  // a stage never crosses a head
+        EXPECT_EQ(plan->slab_pitch, 0);
+      } else {
+        EXPECT_GE(plan->slab_pitch, plan->stages_per_split * stage_c);
+      }
     }
   }
+}
+
+TEST(KernelChoice, StreamCarriesXInTheRingWhereTheCopyEngineReadsIt) {
+  // float32 decode: x's stage tiles beside the weight's, and with no slab
+  // to hold, a deeper ring than the slab's plan leaves room for.
+  auto p = h200(32, 16, 128, 4096, 4);
+  const auto ring = plan_stream(p);
+  ASSERT_TRUE(ring.has_value());
+  EXPECT_TRUE(ring->x_in_ring);
+  EXPECT_EQ(ring->slab_pitch, 0);
+  p.x_tma_ok = false;  // e.g. x broadcast along B
+  const auto slab = plan_stream(p);
+  ASSERT_TRUE(slab.has_value());
+  EXPECT_FALSE(slab->x_in_ring);
+  EXPECT_GT(ring->ring_stages, slab->ring_stages);
+  // A stage (64 half values) would cross heads of 96.
+  const auto short_heads = plan_stream(h200(8, 16, 96, 1024, 2));
+  ASSERT_TRUE(short_heads.has_value());
+  EXPECT_FALSE(short_heads->x_in_ring);
+  // The CUDA-core instances (float64; float32 below 8 rows) keep the slab.
+  EXPECT_FALSE(plan_stream(h200(32, 16, 128, 4096, 8))->x_in_ring);
+  EXPECT_FALSE(plan_stream(h200(32, 4, 128, 4096, 4))->x_in_ring);
+  EXPECT_TRUE(plan_stream(h200(32, 16, 128, 4096, 2))->x_in_ring);
 }
 
 TEST(KernelChoice, SplitsTheContractionWhenColumnsAreFew) {

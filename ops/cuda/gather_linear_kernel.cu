@@ -69,6 +69,29 @@ cudaError_t encode_weight_map(const GatherLinearParams<T>& p,
   return status == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// x (R, B, H) as the copy engine sees it, dims (H, B, R): boxes of one
+// 128-byte stage of kRows rows of one head, swizzled like the weight's;
+// rows past B arrive as zeros.
+template <typename T, int kRows>
+cudaError_t encode_x_map(const GatherLinearParams<T>& p, CUtensorMap* map) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(p.H),
+                              static_cast<cuuint64_t>(p.B),
+                              static_cast<cuuint64_t>(p.R)};
+  const cuuint64_t strides[2] = {
+      static_cast<cuuint64_t>(p.x_stride_b) * sizeof(T),
+      static_cast<cuuint64_t>(p.x_stride_r) * sizeof(T)};
+  const cuuint32_t box[3] = {stream::kStageBytes / sizeof(T), kRows, 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult status =
+      encode(map, tensor_map_type<T>(), 3, const_cast<T*>(p.x), dims, strides,
+             box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return status == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
 template <typename T, int kRows>
 cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
                                const StreamPlan& plan, bool x_vectors,
@@ -76,6 +99,13 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
   CUtensorMap map;
   if (const auto err = encode_weight_map(p, &map); err != cudaSuccess) {
     return err;
+  }
+  CUtensorMap x_map{};  // unread without x_in_ring
+  if (plan.x_in_ring) {
+    if (const auto err = encode_x_map<T, kRows>(p, &x_map);
+        err != cudaSuccess) {
+      return err;
+    }
   }
   const auto kernel = stream::gather_linear_stream_kernel<T, kRows>;
   if (const auto err = cudaFuncSetAttribute(
@@ -85,7 +115,7 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
     return err;
   }
   const stream::Layout layout{plan.stages_per_split, plan.slab_pitch,
-                              plan.ring_stages, x_vectors};
+                              plan.ring_stages, x_vectors, plan.x_in_ring};
   // grid.x: the contraction's splits, one cluster; grid.y: 64-column tiles
   // of K; grid.z: kRows-row tiles of B. Block: the consumer groups' warps
   // and one producer warp.
@@ -94,9 +124,9 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
                   static_cast<unsigned>(plan.row_tiles));
   const dim3 block(
       stream::block_threads(stream::consumer_groups(sizeof(T), kRows)));
-  return launch_dependent(kernel, grid, block,
-                          static_cast<size_t>(plan.smem_bytes), stream,
-                          static_cast<unsigned>(plan.splits), map, p, layout);
+  return launch_dependent(
+      kernel, grid, block, static_cast<size_t>(plan.smem_bytes), stream,
+      static_cast<unsigned>(plan.splits), map, x_map, p, layout);
 }
 
 template <typename T, int kRows>

@@ -403,19 +403,21 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
   // hardware reserves per block.
   const int64_t sm_smem = p.max_smem_per_block + 1024;
   const int groups = stream::consumer_groups(e, best.rows_per_block);
+  best.x_in_ring = stream::uses_tensor_cores(e, best.rows_per_block) &&
+                   p.x_tma_ok && p.H % stage_c == 0;
+  const int64_t slot = stream::slot_bytes(best.rows_per_block, best.x_in_ring);
   int64_t best_cost = INT64_MAX;
   for (int splits = 1; splits <= stream::kMaxClusterSplits; ++splits) {
     const int64_t per_split = ceil_div(total_stages, splits);
     if (splits > 1 && (splits - 1) * per_split >= total_stages) continue;
     // 16 bytes of padding per slab row keep ldmatrix free of bank conflicts.
-    const int64_t pitch = per_split * stage_c + 16 / e;
+    const int64_t pitch = best.x_in_ring ? 0 : per_split * stage_c + 16 / e;
     const int64_t blocks = best.column_tiles * best.row_tiles * splits;
-    const int64_t fixed =
-        stream::smem_bytes(0, best.rows_per_block, pitch, e, acc_size);
+    const int64_t fixed = stream::smem_bytes(0, best.rows_per_block, pitch, e,
+                                             acc_size, best.x_in_ring);
     const auto ring_within = [&](int64_t budget) {
       return std::min<int64_t>(
-          {kMaxRingStages, per_split,
-           (budget - fixed) / (stream::kStageTileBytes + 16)});
+          {kMaxRingStages, per_split, (budget - fixed) / (slot + 16)});
     };
     // Two blocks per multiprocessor where there are that many blocks and
     // their rings fit; else one block with the whole shared memory.
@@ -438,8 +440,9 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
       best.stages_per_split = per_split;
       best.ring_stages = static_cast<int>(ring);
       best.slab_pitch = pitch;
-      best.smem_bytes = stream::smem_bytes(
-          static_cast<int>(ring), best.rows_per_block, pitch, e, acc_size);
+      best.smem_bytes =
+          stream::smem_bytes(static_cast<int>(ring), best.rows_per_block, pitch,
+                             e, acc_size, best.x_in_ring);
     }
   }
   if (best.splits == 0) return std::nullopt;

@@ -63,10 +63,14 @@ struct StreamPlan {
   int splits = 0;                // blocks per cluster along the contraction
   int64_t stages_per_split = 0;  // 128-byte weight stages per block
   int ring_stages = 0;           // stages in flight per block
-  int64_t slab_pitch = 0;        // elements per row of the block's x slab
-  int64_t smem_bytes = 0;        // dynamic shared memory per block
-  int64_t column_tiles = 0;      // grid.y
-  int64_t row_tiles = 0;         // grid.z
+  // x's stage tiles travel in the ring beside the weight's (tensor-core
+  // instances, x_tma_ok, H a multiple of a stage); else the block gathers
+  // an x slab first.
+  bool x_in_ring = false;
+  int64_t slab_pitch = 0;    // elements per row of the block's x slab (or 0)
+  int64_t smem_bytes = 0;    // dynamic shared memory per block
+  int64_t column_tiles = 0;  // grid.y
+  int64_t row_tiles = 0;     // grid.z
 };
 
 /// The streaming kernel's layout for `p`, or nullopt where it cannot run it

@@ -7,8 +7,12 @@
 //   1. has its producer warp stream its [kCols, c range] weight tile through
 //      a ring of shared-memory stages with bulk tensor copies (TMA), each
 //      stage one 128-byte-wide box, swizzled, completing on an mbarrier;
-//   2. meanwhile gathers its x rows over its c range into shared memory (the
-//      "slab", read through x's strides: the concatenation never exists);
+//   2. finds x's rows of a stage beside its weight in the ring, copied by
+//      the producer from a 3-D tensor map over x (H, B, R) (the tensor-core
+//      instances, where x is laid out for the copy engine and a stage never
+//      crosses a head); otherwise the consumers first gather x's rows over
+//      the block's whole c range into shared memory (the "slab", read
+//      through x's strides). Either way the concatenation never exists.
 //   3. multiplies on groups of consumer warps that take stages in turn:
 //      tensor cores (mma.sync, the weight in the M slot) for float16,
 //      bfloat16 and, three TF32 products a step, float32; CUDA cores for
@@ -87,6 +91,23 @@ __device__ void load_slab(const GatherLinearParams<T>& p, T* slab,
   }
 }
 
+// Where the consumers find x's rows of a stage: the slab, whose rows lie
+// pitch bytes apart (padded against bank conflicts), or the stage's x tile
+// in the ring, 128-byte rows swizzled like the weight's.
+struct SlabRows {
+  uint32_t base;  // row 0 at the stage's first column
+  uint32_t pitch;
+  __device__ __forceinline__ uint32_t at(int row, int chunk) const {
+    return base + row * pitch + chunk * 16;
+  }
+};
+struct TileRows {
+  uint32_t base;
+  __device__ __forceinline__ uint32_t at(int row, int chunk) const {
+    return base + swizzled(row, chunk);
+  }
+};
+
 // One 32-byte step along c of a 16-row weight fragment `a` times an 8-row x
 // fragment (b0, b1): m16n8k16 for float16/bfloat16, three m16n8k8 TF32
 // products for float32.
@@ -134,16 +155,16 @@ struct MmaMath {
   static_assert(kRows == 8 || kRows == 16 || kRows == 32, "1, 2 or 4 n8 tiles");
   float acc[kTiles][4] = {};
 
-  // c_bytes: the stage's byte offset into the slab rows.
-  __device__ __forceinline__ void stage(uint32_t ring_slot, uint32_t slab,
-                                        uint32_t pitch_bytes, uint32_t c_bytes,
+  // X: SlabRows or TileRows, the stage's x rows.
+  template <typename X>
+  __device__ __forceinline__ void stage(uint32_t ring_slot, const X& x,
                                         int warp, int lane) {
     // The tensor cores add with truncation, not rounding: over a whole
     // contraction that drifts past float32 accuracy. In float32 each stage
     // sums into fresh registers, added to the total with rounded adds.
     if constexpr (std::is_same_v<T, float>) {
       typename MmaStep<T>::Sum sum[kTiles] = {};
-      steps(sum, ring_slot, slab, pitch_bytes, c_bytes, warp, lane);
+      steps(sum, ring_slot, x, warp, lane);
 #pragma unroll
       for (int n = 0; n < kTiles; ++n) {
 #pragma unroll
@@ -152,31 +173,31 @@ struct MmaMath {
         }
       }
     } else {
-      steps(acc, ring_slot, slab, pitch_bytes, c_bytes, warp, lane);
+      steps(acc, ring_slot, x, warp, lane);
     }
   }
 
+  template <typename X>
   __device__ __forceinline__ static void steps(
-      typename MmaStep<T>::Sum (&d)[kTiles], uint32_t ring_slot, uint32_t slab,
-      uint32_t pitch_bytes, uint32_t c_bytes, int warp, int lane) {
+      typename MmaStep<T>::Sum (&d)[kTiles], uint32_t ring_slot, const X& x,
+      int warp, int lane) {
     const int m = lane / 8;  // which 8x8 (b16) matrix this lane addresses
     const int row = warp * 16 + (m & 1) * 8 + (lane & 7);
     // Pairs of n8 tiles: matrix m is tile m / 2, 16-byte half m % 2.
-    const uint32_t x_addr = slab + ((m >> 1) * 8 + (lane & 7)) * pitch_bytes +
-                            c_bytes + (m & 1) * 16;
+    const int x_row = (m >> 1) * 8 + (lane & 7);
 #pragma unroll
     for (int s = 0; s < kStageBytes / 32; ++s) {
       uint32_t a[4];
       ptx::ldmatrix_x4(a, ring_slot + swizzled(row, 2 * s + (m >> 1)));
       if constexpr (kTiles == 1) {
         uint32_t b[2];
-        ptx::ldmatrix_x2(b, x_addr + s * 32);
+        ptx::ldmatrix_x2(b, x.at(x_row, 2 * s + (m & 1)));
         MmaStep<T>::multiply(d[0], a, b[0], b[1]);
       } else {
 #pragma unroll
         for (int pair = 0; pair < kTiles / 2; ++pair) {
           uint32_t b[4];
-          ptx::ldmatrix_x4(b, x_addr + pair * 16 * pitch_bytes + s * 32);
+          ptx::ldmatrix_x4(b, x.at(x_row + pair * 16, 2 * s + (m & 1)));
           MmaStep<T>::multiply(d[2 * pair], a, b[0], b[1]);
           MmaStep<T>::multiply(d[2 * pair + 1], a, b[2], b[3]);
         }
@@ -267,6 +288,7 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
                                                                 kRows)),
                                   kRows < 32 ? 2 : 1)
     gather_linear_stream_kernel(const __grid_constant__ CUtensorMap weight_map,
+                                const __grid_constant__ CUtensorMap x_map,
                                 const GatherLinearParams<T> p, const Layout l) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using acc_t = typename AccType<T>::type;
@@ -274,14 +296,18 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
   constexpr int kGroups = consumer_groups(sizeof(T), kRows);
   constexpr int kConsumerWarps = kGroups * kGroupWarps;
   constexpr int kThreads = block_threads(kGroups);
+  constexpr bool kTensorCores = uses_tensor_cores(sizeof(T), kRows);
+  const bool x_in_ring = kTensorCores && l.x_in_ring;
+  const int slot_size = slot_bytes(kRows, x_in_ring);
   namespace cg = cooperative_groups;
 
   extern __shared__ unsigned char smem[];
-  // [ring_stages][kCols][kStageBytes], on the swizzle's 1024-byte period
+  // [ring_stages][slot_size]: each slot [kCols][kStageBytes] of weight, then
+  // (x_in_ring) [kRows][kStageBytes] of x; on the swizzle's 1024-byte period
   // (offsetting the array keeps the compiler's knowledge that these are
   // shared-memory addresses).
   unsigned char* ring = smem + ((1024 - (ptx::smem_addr(smem) & 1023)) & 1023);
-  T* slab = reinterpret_cast<T*>(ring + l.ring_stages * kStageTileBytes);
+  T* slab = reinterpret_cast<T*>(ring + l.ring_stages * slot_size);
   acc_t* partial = reinterpret_cast<acc_t*>(slab + kRows * l.slab_pitch);
   acc_t* bias = partial + kRows * kCols;  // [kCols]
   uint64_t* full = reinterpret_cast<uint64_t*>(bias + kCols);
@@ -318,8 +344,13 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
     // value, and a division by it would cost more than a stage's math).
     if (lane == 0) {
       ptx::prefetch_tensor_map(&weight_map);
+      if (x_in_ring) ptx::prefetch_tensor_map(&x_map);
       int slot = 0;
       uint32_t lap = 0;
+      // The next stage's place in x, advanced by counting: a stage lies in
+      // one head (plan_stream), so it steps through H in whole stages.
+      int32_t x_r = static_cast<int32_t>(stage0 * kStageC / p.H);
+      int32_t x_h = static_cast<int32_t>(stage0 * kStageC - x_r * p.H);
       for (int64_t i0 = 0; i0 < stages; i0 += kIssueGroup) {
         const int n = static_cast<int>(min(int64_t{kIssueGroup}, stages - i0));
         int s = slot;
@@ -329,11 +360,16 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
           if (++s == l.ring_stages) s = 0, ++s_lap;
         }
         for (int q = 0; q < n; ++q) {
-          ptx::mbarrier_arrive_expect_tx(&full[slot], kStageTileBytes);
-          ptx::tma_load_2d(ring + slot * kStageTileBytes, &weight_map,
-                           &full[slot],
+          unsigned char* dst = ring + slot * slot_size;
+          ptx::mbarrier_arrive_expect_tx(&full[slot], slot_size);
+          ptx::tma_load_2d(dst, &weight_map, &full[slot],
                            static_cast<int32_t>((stage0 + i0 + q) * kStageC),
                            static_cast<int32_t>(k0));
+          if (x_in_ring) {
+            ptx::tma_load_3d(dst + kStageTileBytes, &x_map, &full[slot], x_h,
+                             static_cast<int32_t>(b0), x_r);
+            if ((x_h += kStageC) == p.H) x_h = 0, ++x_r;
+          }
           if (++slot == l.ring_stages) slot = 0, ++lap;
         }
       }
@@ -346,10 +382,12 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
                               ? to_acc(p.bias[k * p.bias_stride])
                               : acc_t(0);
     }
-    load_slab<T, kRows>(p, slab, l, b0, stage0 * kStageC, stages * kStageC,
-                        threadIdx.x, kConsumerWarps * 32);
-    ptx::cp_async_wait_all();
-    ptx::named_barrier_sync(1, kConsumerWarps * 32);
+    if (!x_in_ring) {
+      load_slab<T, kRows>(p, slab, l, b0, stage0 * kStageC, stages * kStageC,
+                          threadIdx.x, kConsumerWarps * 32);
+      ptx::cp_async_wait_all();
+      ptx::named_barrier_sync(1, kConsumerWarps * 32);
+    }
     // Group g takes stages g, g + kGroups, ...: with a ring of a multiple
     // of kGroups slots (or one that holds every stage, plan_stream) a slot
     // always serves the same group, so its phases are waited for in order.
@@ -357,11 +395,19 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
     uint32_t lap = group / l.ring_stages;
     for (int64_t i = group; i < stages; i += kGroups) {
       ptx::mbarrier_wait(&full[slot], lap & 1);
-      const unsigned char* tile = ring + slot * kStageTileBytes;
-      if constexpr (std::is_same_v<Math<T, kRows>, MmaMath<T, kRows>>) {
-        math.stage(ptx::smem_addr(tile), ptx::smem_addr(slab),
-                   static_cast<uint32_t>(l.slab_pitch * sizeof(T)),
-                   static_cast<uint32_t>(i * kStageBytes), group_warp, lane);
+      const unsigned char* tile = ring + slot * slot_size;
+      if constexpr (kTensorCores) {
+        const uint32_t w = ptx::smem_addr(tile);
+        if (x_in_ring) {
+          math.stage(w, TileRows{w + kStageTileBytes}, group_warp, lane);
+        } else {
+          const auto pitch = static_cast<uint32_t>(l.slab_pitch * sizeof(T));
+          math.stage(w,
+                     SlabRows{ptx::smem_addr(slab) +
+                                  static_cast<uint32_t>(i * kStageBytes),
+                              pitch},
+                     group_warp, lane);
+        }
       } else {
         math.stage(tile, slab + i * kStageC, l.slab_pitch, group_warp, lane);
       }

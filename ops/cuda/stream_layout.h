@@ -31,23 +31,29 @@ constexpr int block_threads(int groups) {
 }
 
 constexpr int kStageTileBytes = kCols * kStageBytes;
+/// Bytes of one ring slot: the weight's stage tile and, where x's rows
+/// travel with it, their kRows x 128-byte tile of the same stage.
+constexpr int slot_bytes(int rows, bool x_in_ring) {
+  return kStageTileBytes + (x_in_ring ? rows * kStageBytes : 0);
+}
 constexpr int kIssueGroup = 2;        // stages the producer issues back to back
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
 /// The per-launch layout the host chose (kernel_choice.h's StreamPlan).
 struct Layout {
   int64_t stages_per_split;  // weight stages each block streams
-  int64_t slab_pitch;        // elements per slab row
+  int64_t slab_pitch;        // elements per slab row (no slab: 0)
   int ring_stages;           // shared-memory stages in flight
   bool x_vectors;            // x rows load as 16-byte vectors
+  bool x_in_ring;            // x's stage tiles ride in the ring: no slab
 };
 
 /// Dynamic shared memory of one block: ring (with its two mbarriers per
 /// stage), x slab, partial sums, bias, and slack to align the ring to the
 /// swizzle's 1024-byte period.
 constexpr int64_t smem_bytes(int ring_stages, int rows, int64_t slab_pitch,
-                             int element_size, int acc_size) {
-  return 1024 + int64_t{ring_stages} * (kStageTileBytes + 16) +
+                             int element_size, int acc_size, bool x_in_ring) {
+  return 1024 + int64_t{ring_stages} * (slot_bytes(rows, x_in_ring) + 16) +
          int64_t{rows} * slab_pitch * element_size +
          int64_t{rows + 1} * kCols * acc_size;
 }
