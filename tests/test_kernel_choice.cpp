@@ -72,11 +72,12 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
   EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 1, 128, 512, 2)), Route::kStream);
   // float32 keeps streaming to 64 rows where the warp-mma kernel does not
-  // take it, half precision to 32 (one row tile).
+  // take it, half precision to 16, and to 32 from 32 MiB of weight.
   EXPECT_EQ(choose_route(h200(16, 64, 128, 2048, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(64, 64, 128, 8192, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(32, 24, 128, 4096, 2)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 32, 128, 4096, 2)), Route::kStream);
-  EXPECT_EQ(choose_route(h200(16, 32, 128, 2048, 2)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(16, 32, 128, 4096, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(32, 33, 128, 4096, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(64, 65, 128, 8192, 4)), Route::kCublasCat);
   // float32 weights under 1 MiB are too small to stream: cuBLAS where the
@@ -101,9 +102,12 @@ TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
     EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 2)),
               B <= 8 ? Route::kWarpMma : Route::kCublasCat);
   }
-  // To 32 rows (two row tiles, the weight read twice) up to 4 MiB, and to
+  // To 32 rows (two row tiles, the weight read twice) up to 8 MiB, and to
   // 128 rows up to 1 MiB.
   EXPECT_EQ(choose_route(h200(8, 32, 64, 4096, 2)), Route::kWarpMma);
+  EXPECT_EQ(choose_route(h200(16, 24, 128, 2048, 2)), Route::kWarpMma);
+  EXPECT_EQ(choose_route(h200(16, 32, 128, 2048, 2)), Route::kWarpMma);
+  EXPECT_EQ(choose_route(h200(8, 32, 128, 4096, 2)), Route::kWarpMma);
   EXPECT_EQ(choose_route(h200(8, 33, 64, 1024, 2)), Route::kWarpMma);
   EXPECT_EQ(choose_route(h200(8, 128, 64, 1024, 2)), Route::kWarpMma);
   EXPECT_EQ(choose_route(h200(8, 129, 64, 1024, 2)), Route::kCublasCat);
@@ -123,20 +127,27 @@ TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
 }
 
 TEST(KernelChoice, FloatPastSixteenRowsTakesTheWarpMmaKernel) {
-  // 17 to 128 rows from 1024 columns, up to 64 MiB of weight; up to 64
-  // rows, where the streaming kernel runs too, only up to 4 MiB.
-  for (int64_t B : {17, 24, 32, 48, 64, 96, 128}) {
+  // 17 to 128 rows from 1024 columns, up to 64 MiB of weight, but where the
+  // streaming kernel runs too (to 64 rows) not from 32 MiB.
+  for (int64_t B : {17, 24, 32, 96, 128}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
-    const Route large = B <= 64 ? Route::kStream : Route::kWarpMma;
-    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), large);
-    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), large);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)),
+              B <= 64 ? Route::kStream : Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(64, B, 128, 8192, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(2, B, 64, 16384, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(32, B, 128, 512, 4)), Route::kWarpMma);
   }
-  EXPECT_EQ(choose_route(h200(32, 48, 128, 1024, 4)), Route::kStream);
-  EXPECT_EQ(choose_route(h200(4, 48, 64, 4096, 4)), Route::kWarpMma);
+  // 33 to 64 rows, where the streaming kernel runs too: long contractions
+  // or a small weight only, below 32 MiB.
+  for (int64_t B : {48, 64}) {
+    SCOPED_TRACE(::testing::Message() << "B " << B);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 1024, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(4, B, 64, 4096, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kStream);
+  }
   // One pass of 16 rows streams; past 128 rows, cuBLAS.
   EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 129, 128, 4096, 4)), Route::kCublasCat);

@@ -14,10 +14,14 @@ namespace {
 // kernel is built for it alone).
 constexpr int kMeasuredArch = 90;
 // Rows of B up to which the streaming kernel beat cat + cuBLAS in every
-// measured problem on the H200 (bench/NOTES.md, "CUDA routing"): 32 in
-// float16/bfloat16 (one row tile; "v27"), 64 in float32. float64 was not
-// measured: cuBLAS keeps it.
-constexpr int64_t kMaxStreamRowsHalf = 32;
+// measured problem on the H200 (bench/NOTES.md, "CUDA routing"): 16 in
+// float16/bfloat16, 64 in float32. float64 was not measured: cuBLAS keeps it.
+constexpr int64_t kMaxStreamRowsHalf = 16;
+// Half types up to 32 rows (one row tile) from this weight ("v27":
+// 32,24-32,128,4096 1.14-1.26x; at 8 MiB it lost to cat + cuBLAS, 0.78x,
+// and the warp-mma kernel takes those).
+constexpr int64_t kMaxStreamRowsHalfLarge = 32;
+constexpr int64_t kMinStreamWeightHalfLarge = int64_t{32} << 20;
 constexpr int64_t kMaxStreamRowsFloat = 64;
 // Below this many weight bytes the kernel lost to cat + cuBLAS in float32:
 // too little weight to stream for its fixed costs (the 4,12,32,56 problem).
@@ -53,21 +57,26 @@ constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // warp-dot kernel's 2- and 4-row instances tied or won where they read at
 // most 2 MiB.
 constexpr int64_t kMinWarpMmaColumns = 1024;
-constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{4} << 20;
+constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{8} << 20;  // "v27"
 // Past two n-tiles, up to 128 rows, the weight of 8,64,1024 (1 MiB, read
 // from L2 by each row tile) still won 1.6-1.8x ("v27").
 constexpr int64_t kWarpMmaMaxRowsHalf = 128;
 constexpr int64_t kWarpMmaMaxWeightManyTiles = int64_t{1} << 20;
-// float32 (three TF32 products, "v17"): past one pass of 16 rows, up to 128
-// rows and 64 MiB of weight (256 MiB lost, each pass reading it from
-// memory), from contractions of 256 (the shortest measured). Where the
-// streaming kernel runs (to kMaxStreamRowsFloat rows) it only keeps weights
-// up to 4 MiB: since x's tiles travel in the ring ("v27") the streaming
-// kernel won past that (32,32-64,128,4096 1.55-1.57x faster).
+// float32 (three TF32 products, "v17"): past one pass of 16 rows, where the
+// streaming kernel's 32-row tiles and cuBLAS took over, up to 128 rows and
+// 64 MiB of weight (256 MiB lost, each pass reading it from memory), from
+// contractions of 256 (the shortest measured). Where the streaming kernel
+// still runs (to kMaxStreamRowsFloat rows) it kept contractions of 1024 to
+// 2048 over more than 4 MiB (16,64,128,2048), and since x's tiles travel in
+// its ring ("v27") every weight from kStreamOverWarpMmaWeightFloat
+// (32,24-64,128,4096, 64 MiB: 1.5x faster; at 16 MiB the warp-mma kernel
+// still won, 16,24-32,128,2048 and 32,48,128,1024).
 constexpr int64_t kMinWarpMmaContractionFloat = 256;
 constexpr int64_t kMaxWarpMmaRowsFloat = 128;
 constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
 constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
+constexpr int64_t kWarpMmaLongContraction = 4096;
+constexpr int64_t kStreamOverWarpMmaWeightFloat = int64_t{32} << 20;
 // The warp-mma kernel's layout (bench/NOTES.md, "v19"): blocks of at least
 // kWarpMmaWideBlock threads where that leaves a block a multiprocessor
 // (64,1,128,8192 bfloat16 37.0 -> 32.8 us); the first step's weight
@@ -186,7 +195,12 @@ bool warp_mma_wins(const Problem& p) {
         p.R * p.H < kMinWarpMmaContractionFloat) {
       return false;
     }
-    return p.B > kMaxStreamRowsFloat || weight <= kWarpMmaStreamWeightFloat;
+    if (p.B <= kMaxStreamRowsFloat && weight >= kStreamOverWarpMmaWeightFloat) {
+      return false;
+    }
+    return p.B <= 2 * rows_per_pass || p.B > kMaxStreamRowsFloat ||
+           weight <= kWarpMmaStreamWeightFloat ||
+           p.R * p.H >= kWarpMmaLongContraction;
   }
   if (p.element_size != 2) return false;
   if (p.B >= 2 && p.B <= 4 && weight <= kWarpDotMaxReadHalf) {
@@ -517,7 +531,9 @@ RouteChoice choose(const Problem& p) {
   }
   bool stream = false;
   if (p.element_size == 2) {
-    stream = p.B <= kMaxStreamRowsHalf;
+    stream = p.B <= kMaxStreamRowsHalf ||
+             (p.B <= kMaxStreamRowsHalfLarge &&
+              weight_bytes(p) >= kMinStreamWeightHalfLarge);
   } else if (p.element_size == 4) {
     const int64_t max_rows = p.R * p.H >= kShortContraction
                                  ? kMaxStreamRowsFloat
