@@ -32,7 +32,8 @@ constexpr int64_t kMinFloatWeightBytes = 1 << 20;
 constexpr int64_t kShortContraction = 512;
 constexpr int64_t kMaxShortStreamRowsFloat = 16;
 // The weight ring's depth: at most kMaxRingStages, and at least
-// kMinRingStages beside the x slab (fewer leave too few bytes in flight).
+// kMinRingStages beside the x slab, if any (fewer leave too few bytes in
+// flight).
 constexpr int kMaxRingStages = 16;
 constexpr int kMinRingStages = 4;
 // The warp-dot kernel splits contractions until this many warps a
