@@ -54,11 +54,11 @@ constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // "v16"), 16-bit types: from 1024 output columns (fewer leave too few
 // warps; the warp-dot kernel keeps them), up to 16 rows at every weight
 // measured (0.25 to 128 MiB; one grid row tile reads the weight once), and
-// up to 32 rows with at most 4 MiB (two row tiles read it twice). The
-// warp-dot kernel's 2- and 4-row instances tied or won where they read at
-// most 2 MiB.
+// up to 32 rows with at most 8 MiB (two row tiles read it twice; 4 MiB
+// before "v27"). The warp-dot kernel's 2- and 4-row instances tied or won
+// where they read at most 2 MiB.
 constexpr int64_t kMinWarpMmaColumns = 1024;
-constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{8} << 20;  // "v27"
+constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{8} << 20;
 // Past two n-tiles, up to 128 rows, the weight of 8,64,1024 (1 MiB, read
 // from L2 by each row tile) still won 1.6-1.8x ("v27").
 constexpr int64_t kWarpMmaMaxRowsHalf = 128;
