@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "cuda/gather_linear_kernel.h"
 #include "fgl/gather_linear.h"
 #include "test_support.h"
 
@@ -154,6 +155,27 @@ void expect_nan_and_inf_as_in_the_reference(cuda::Route route) {
 TEST(StreamKernel, NanAndInfPropagateAsInTheReference) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kStream);
+}
+
+// The residency the streaming kernel's planner reads: one block a
+// multiprocessor, so every multiprocessor holds a cluster of one, and
+// clusters of more blocks fit at most sm_count / size times.
+TEST(StreamKernel, ResidentClustersFitTheMultiprocessors) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  if (prop->major * 10 + prop->minor != cuda::kStreamArch) {
+    GTEST_SKIP() << "the streaming kernel is built for sm_90 alone";
+  }
+  cuda::ResidentClusters counts{};
+  ASSERT_EQ(cuda::stream_resident_clusters(at::cuda::current_device(), counts),
+            cudaSuccess);
+  EXPECT_EQ(counts[1], prop->multiProcessorCount);
+  for (int size = 2; size < static_cast<int>(counts.size()); ++size) {
+    SCOPED_TRACE(::testing::Message() << "clusters of " << size);
+    EXPECT_GE(counts[size], 1);
+    EXPECT_LE(counts[size] * size, prop->multiProcessorCount);
+    EXPECT_LE(counts[size], counts[size - 1]);
+  }
 }
 
 TEST(WarpDotKernel, NanAndInfPropagateAsInTheReference) {

@@ -26,6 +26,8 @@ Problem h200(int64_t R, int64_t B, int64_t H, int64_t K, int element_size) {
   p.x_vectors = true;
   p.x_tma_ok = true;
   p.x_gathered_view = B == 1;
+  // As the H200 answers for the streaming kernel (bench/NOTES.md "v28").
+  p.stream_clusters = {0, 132, 66, 39, 30, 22, 17, 15, 15};
   return p;
 }
 
@@ -72,14 +74,31 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
   EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 1, 128, 512, 2)), Route::kStream);
   // float32 keeps streaming to 64 rows where the warp-mma kernel does not
-  // take it, half precision to 16, and to 32 from 32 MiB of weight.
+  // take it, half precision to 16, and to 32 past 8 MiB of weight (the
+  // warp-mma kernel's up to it).
   EXPECT_EQ(choose_route(h200(16, 64, 128, 2048, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(64, 64, 128, 8192, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 24, 128, 4096, 2)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 32, 128, 4096, 2)), Route::kStream);
-  EXPECT_EQ(choose_route(h200(16, 32, 128, 4096, 2)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(16, 32, 128, 4096, 2)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(32, 24, 128, 2048, 2)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 33, 128, 4096, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(64, 65, 128, 8192, 4)), Route::kCublasCat);
+  // float32 past 64 rows: to 128 from 16 MiB below 128 MiB, to 256 below
+  // 32 MiB and up to 2 MiB.
+  EXPECT_EQ(choose_route(h200(32, 128, 128, 4096, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(16, 256, 128, 2048, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(8, 256, 64, 1024, 4)), Route::kStream);
+  EXPECT_NE(choose_route(h200(32, 129, 128, 4096, 4)), Route::kStream);
+  EXPECT_NE(choose_route(h200(64, 128, 128, 8192, 4)), Route::kStream);
+  EXPECT_NE(choose_route(h200(4, 128, 64, 4096, 4)), Route::kStream);
+  // Under TF32 to 16 rows: past them cuBLAS's one pass reads the weight
+  // once where the kernel multiplies three times.
+  auto tf32 = h200(32, 16, 128, 4096, 4);
+  tf32.tf32_allowed = true;
+  EXPECT_EQ(choose_route(tf32), Route::kStream);
+  tf32.B = 17;
+  EXPECT_EQ(choose_route(tf32), Route::kCublasCat);
   // float32 weights under 1 MiB are too small to stream: cuBLAS where the
   // warp-dot kernel's read is too large.
   EXPECT_EQ(choose_route(h200(4, 64, 64, 1000, 4)), Route::kCublasCat);
@@ -127,14 +146,17 @@ TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
 }
 
 TEST(KernelChoice, FloatPastSixteenRowsTakesTheWarpMmaKernel) {
-  // 17 to 128 rows from 1024 columns, up to 64 MiB of weight, but where the
-  // streaming kernel runs too (to 64 rows) not from 32 MiB.
+  // 17 to 128 rows from 1024 columns, up to 64 MiB of weight, but not
+  // where the streaming kernel's table takes it: to 64 rows from 32 MiB,
+  // past 64 rows from 16 MiB and up to 2 MiB.
   for (int64_t B : {17, 24, 32, 96, 128}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
-    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)),
-              B <= 64 ? Route::kStream : Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)),
+              B <= 64 ? Route::kWarpMma : Route::kStream);
+    EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)),
+              B <= 64 ? Route::kWarpMma : Route::kStream);
+    EXPECT_EQ(choose_route(h200(4, B, 64, 4096, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(64, B, 128, 8192, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(2, B, 64, 16384, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(32, B, 128, 512, 4)), Route::kWarpMma);
@@ -151,6 +173,7 @@ TEST(KernelChoice, FloatPastSixteenRowsTakesTheWarpMmaKernel) {
   // One pass of 16 rows streams; past 128 rows, cuBLAS.
   EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(32, 129, 128, 4096, 4)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(4, 129, 64, 4096, 4)), Route::kCublasCat);
   // Under TF32 cuBLAS multiplies once where this kernel multiplies three
   // times; before sm_90 the TF32 split does not build.
   auto tf32 = h200(32, 32, 128, 4096, 4);
@@ -348,6 +371,33 @@ TEST(KernelChoice, SplitsTheContractionWhenColumnsAreFew) {
   const auto wide = plan_stream(h200(32, 16, 128, 32768, 2));
   ASSERT_TRUE(wide.has_value());
   EXPECT_EQ(wide->splits, 1);
+}
+
+TEST(KernelChoice, SplitContractionsKeepTheirClustersResident) {
+  // 32 column tiles: 4 splits would make 32 clusters of 4, two more than
+  // the H200 holds at once (one block a multiprocessor); 3 fit.
+  const auto fp32 = plan_stream(h200(16, 16, 128, 2048, 4));
+  ASSERT_TRUE(fp32.has_value());
+  EXPECT_EQ(fp32->splits, 3);
+  // With the multiprocessors alone counted, 4 (one block each) would do.
+  auto unknown = h200(16, 16, 128, 2048, 4);
+  unknown.stream_clusters = {};
+  EXPECT_EQ(plan_stream(unknown)->splits, 4);
+  // Blocks of 32 rows hold a multiprocessor each (registers): 3 row tiles
+  // of 16 column tiles in clusters of 8 would take waves; 2 splits fill 96.
+  const auto rows = plan_stream(h200(8, 96, 64, 1024, 4));
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(rows->splits, 2);
+  // Larger clusters cost more to reduce: 4 splits of 4 stages, not 8 of 2.
+  EXPECT_EQ(plan_stream(h200(8, 32, 64, 1024, 4))->splits, 4);
+  // Where only a plan in waves of clusters fits, it is still taken.
+  const auto slab = plan_stream(h200(128, 2, 128, 32768, 4));
+  ASSERT_TRUE(slab.has_value());
+  EXPECT_GT(slab->splits, 1);
+  // A size of which no cluster fits is never planned.
+  auto none = h200(16, 16, 128, 2048, 4);
+  none.stream_clusters = {0, 132, 66, 0, 0, 0, 0, 0, 0};
+  EXPECT_LE(plan_stream(none)->splits, 2);
 }
 
 TEST(KernelChoice, WarpDotPlansCoverTheProblem) {

@@ -97,6 +97,10 @@ cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
 #ifdef FGL_WITH_WGMMA
   p.wgmma_built = true;
 #endif
+  if (p.arch == cuda::kStreamArch) {
+    C10_CUDA_CHECK(
+        cuda::stream_resident_clusters(x.get_device(), p.stream_clusters));
+  }
   return p;
 }
 

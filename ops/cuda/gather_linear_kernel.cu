@@ -9,6 +9,7 @@
 
 #include "dependent_launch.cuh"
 #include "gather_linear_kernel.h"
+#include "resident_clusters.cuh"
 #include "stream_kernel.cuh"
 #include "tiled_kernel.cuh"
 #include "warp_dot_kernel.cuh"
@@ -205,6 +206,25 @@ cudaError_t launch_stream(const GatherLinearParams<T>& p,
       break;
   }
   return cudaErrorInvalidValue;
+}
+
+cudaError_t stream_resident_clusters(int device, ResidentClusters& counts) {
+  // Any instance at the whole shared memory: one block a multiprocessor.
+  const auto kernel = stream::gather_linear_stream_kernel<float, 32>;
+  int smem_bytes = 0;
+  if (const auto err = cudaDeviceGetAttribute(
+          &smem_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      err != cudaSuccess) {
+    return err;
+  }
+  if (const auto err = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+      err != cudaSuccess) {
+    return err;
+  }
+  return resident_cluster_counts(
+      kernel, stream::block_threads(stream::consumer_groups(4, 32)), device,
+      smem_bytes, counts);
 }
 
 template <typename T>

@@ -37,6 +37,11 @@ cudaError_t launch_stream(const GatherLinearParams<T>& params,
                           const StreamPlan& plan, bool x_vectors,
                           cudaStream_t stream);
 
+/// Clusters of each size of the weight-streaming kernel's blocks, one a
+/// multiprocessor, that `device` holds at once (Problem::stream_clusters);
+/// asked once a device.
+cudaError_t stream_resident_clusters(int device, ResidentClusters& counts);
+
 /// Enqueues the general tiled kernel on `stream`: any strides, K up to
 /// max_tiled_k(); R*H may be 0 (out is then the bias).
 template <typename T>

@@ -1,6 +1,7 @@
 #include "kernel_choice.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "forced_route.h"
 #include "stream_layout.h"
@@ -17,12 +18,26 @@ constexpr int kMeasuredArch = 90;
 // measured problem on the H200 (bench/NOTES.md, "CUDA routing"): 16 in
 // float16/bfloat16, 64 in float32. float64 was not measured: cuBLAS keeps it.
 constexpr int64_t kMaxStreamRowsHalf = 16;
-// Half types up to 32 rows (one row tile) from this weight ("v27":
-// 32,24-32,128,4096 1.14-1.26x; at 8 MiB it lost to cat + cuBLAS, 0.78x,
-// and the warp-mma kernel takes those).
+// Half types up to 32 rows (one row tile) from this weight (the warp-mma
+// kernel takes it up to 8 MiB): "v27" 32,24-32,128,4096 1.14-1.26x, and
+// since the plans keep their clusters resident ("v28") 32,24,128,2048
+// 1.34x, 24,24,128,4096 1.29x.
 constexpr int64_t kMaxStreamRowsHalfLarge = 32;
-constexpr int64_t kMinStreamWeightHalfLarge = int64_t{32} << 20;
+constexpr int64_t kMinStreamWeightHalfLarge = int64_t{8} << 20;
 constexpr int64_t kMaxStreamRowsFloat = 64;
+// float32 past 64 rows ("v28"): to 128 rows from 16 MiB up to 128 MiB of
+// weight (32,80-128,128,4096 1.7-1.8x; 64,128,128,8192 lost, each row tile
+// reading 256 MiB), to 256 rows below 32 MiB (16,192-256,128,2048 1.6-1.8x)
+// and up to 2 MiB (8,128-256,64,1024 2.2-2.8x).
+constexpr int64_t kMaxStreamRowsFloatLarge = 128;
+constexpr int64_t kMaxStreamRowsFloatMid = 256;
+constexpr int64_t kMinStreamWeightFloatLarge = int64_t{16} << 20;
+constexpr int64_t kMaxStreamWeightFloatLarge = int64_t{128} << 20;
+constexpr int64_t kMaxStreamWeightFloatMid = int64_t{32} << 20;
+constexpr int64_t kMaxStreamWeightFloatSmall = int64_t{2} << 20;
+// float32 under TF32: cuBLAS's one pass reads the weight once to 128 rows,
+// and the kernel (three products) lost past 16 ("v28": 32,32,128,4096 0.84x).
+constexpr int64_t kMaxStreamRowsFloatTf32 = 16;
 // Below this many weight bytes the kernel lost to cat + cuBLAS in float32:
 // too little weight to stream for its fixed costs (the 4,12,32,56 problem).
 constexpr int64_t kMinFloatWeightBytes = 1 << 20;
@@ -143,8 +158,9 @@ constexpr int64_t kMinWgmmaTf32Tiles = 128;
 constexpr int64_t kMaxWgmmaTf32K = 4096;
 constexpr int64_t kMinWgmmaTf32Contraction = 512;
 constexpr int64_t kMaxWgmmaTf32WeightBytes = int64_t{128} << 20;
-// A cluster's reduction costs about as much as streaming this many stages.
-constexpr int64_t kClusterCostStages = 4;
+// A cluster's reduction costs about as much as streaming this many stages,
+// plus one for each of its blocks (bench/NOTES.md "v28").
+constexpr int64_t kClusterCostStages = 2;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -165,6 +181,23 @@ int rows_per_block(int element_size, int64_t B) {
     default:
       return B <= 4 ? 4 : 8;
   }
+}
+
+// Rows of B up to which the measured table streams float32 `p`.
+int64_t max_stream_rows_float(const Problem& p) {
+  if (p.R * p.H < kShortContraction) return kMaxShortStreamRowsFloat;
+  if (p.tf32_allowed) return kMaxStreamRowsFloatTf32;
+  const int64_t weight = weight_bytes(p);
+  if (weight >= kMinStreamWeightFloatLarge &&
+      weight < kMaxStreamWeightFloatMid) {
+    return kMaxStreamRowsFloatMid;
+  }
+  if (weight >= kMinStreamWeightFloatLarge &&
+      weight < kMaxStreamWeightFloatLarge) {
+    return kMaxStreamRowsFloatLarge;
+  }
+  if (weight <= kMaxStreamWeightFloatSmall) return kMaxStreamRowsFloatMid;
+  return kMaxStreamRowsFloat;
 }
 
 // The measured table's verdict for the warp-dot kernel on the H200.
@@ -197,6 +230,10 @@ bool warp_mma_wins(const Problem& p) {
       return false;
     }
     if (p.B <= kMaxStreamRowsFloat && weight >= kStreamOverWarpMmaWeightFloat) {
+      return false;
+    }
+    // Past 64 rows the streaming kernel wins wherever the table takes it.
+    if (p.B > kMaxStreamRowsFloat && p.B <= max_stream_rows_float(p)) {
       return false;
     }
     return p.B <= 2 * rows_per_pass || p.B > kMaxStreamRowsFloat ||
@@ -404,7 +441,7 @@ std::optional<WarpMmaPlan> plan_warp_mma(const Problem& p) {
 
 std::optional<StreamPlan> plan_stream(const Problem& p) {
   const int64_t C = p.R * p.H;
-  if (p.arch != kMeasuredArch || !p.weight_tma_ok || C <= 0 || p.B <= 0 ||
+  if (p.arch != kStreamArch || !p.weight_tma_ok || C <= 0 || p.B <= 0 ||
       p.K <= 0 || p.sm_count <= 0 || C > INT32_MAX || p.K > INT32_MAX) {
     return std::nullopt;
   }
@@ -424,7 +461,7 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
   best.x_in_ring = stream::uses_tensor_cores(e, best.rows_per_block) &&
                    p.x_tma_ok && p.H % stage_c == 0;
   const int64_t slot = stream::slot_bytes(best.rows_per_block, best.x_in_ring);
-  int64_t best_cost = INT64_MAX;
+  std::pair<bool, int64_t> best_cost{true, INT64_MAX};
   for (int splits = 1; splits <= stream::kMaxClusterSplits; ++splits) {
     const int64_t per_split = ceil_div(total_stages, splits);
     if (splits > 1 && (splits - 1) * per_split >= total_stages) continue;
@@ -449,18 +486,37 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
     // (stream_kernel.cuh).
     if (ring < per_split) ring -= ring % groups;
     if (ring < std::min<int64_t>(kMinRingStages, per_split)) continue;
-    // The busiest multiprocessor streams this many stages.
-    const int64_t cost = ceil_div(blocks, p.sm_count) * per_split +
-                         (splits > 1 ? kClusterCostStages : 0);
+    // The blocks resident at once: as many a multiprocessor as registers
+    // and shared memory allow, and no more than whole clusters fill.
+    const int64_t smem =
+        stream::smem_bytes(static_cast<int>(ring), best.rows_per_block, pitch,
+                           e, acc_size, best.x_in_ring);
+    const int64_t per_sm = std::min<int64_t>(
+        stream::blocks_per_multiprocessor(best.rows_per_block),
+        sm_smem / (smem + 1024));
+    const int64_t clusters = p.stream_clusters[1] > 0
+                                 ? p.stream_clusters[splits]
+                                 : p.sm_count / splits;
+    if (clusters <= 0) continue;  // a cluster of this size never fits
+    const int64_t resident =
+        std::min(int64_t{p.sm_count}, clusters * splits) * per_sm;
+    // Each wave of resident blocks streams its stages, the busiest
+    // multiprocessor this many.
+    const int64_t waves = ceil_div(blocks, resident);
+    // Clusters in a second wave wait for whole groups of multiprocessors to
+    // free up, which costs far more than their stages (bench/NOTES.md
+    // "v24", "v28"): such a plan only where no other fits.
+    const std::pair cost{
+        splits > 1 && waves > 1,
+        waves * ceil_div(std::min(blocks, resident), p.sm_count) * per_split +
+            (splits > 1 ? kClusterCostStages + splits : 0)};
     if (cost < best_cost) {
       best_cost = cost;
       best.splits = splits;
       best.stages_per_split = per_split;
       best.ring_stages = static_cast<int>(ring);
       best.slab_pitch = pitch;
-      best.smem_bytes =
-          stream::smem_bytes(static_cast<int>(ring), best.rows_per_block, pitch,
-                             e, acc_size, best.x_in_ring);
+      best.smem_bytes = smem;
     }
   }
   if (best.splits == 0) return std::nullopt;
@@ -536,10 +592,8 @@ RouteChoice choose(const Problem& p) {
              (p.B <= kMaxStreamRowsHalfLarge &&
               weight_bytes(p) >= kMinStreamWeightHalfLarge);
   } else if (p.element_size == 4) {
-    const int64_t max_rows = p.R * p.H >= kShortContraction
-                                 ? kMaxStreamRowsFloat
-                                 : kMaxShortStreamRowsFloat;
-    stream = p.B <= max_rows && weight_bytes(p) >= kMinFloatWeightBytes;
+    stream = p.B <= max_stream_rows_float(p) &&
+             weight_bytes(p) >= kMinFloatWeightBytes;
   }
   // Planned only where the table streams: the call's host-side cost.
   if (stream) {

@@ -8,7 +8,13 @@
 #include <cstdint>
 #include <optional>
 
+#include "stream_layout.h"
+
 namespace fgl::cuda {
+
+/// How many clusters of each size (the index, up to the portable size) the
+/// GPU holds at once.
+using ResidentClusters = std::array<int, stream::kMaxClusterSplits + 1>;
 
 /// Everything the policy looks at, read off the checked tensors and the
 /// device by the torch-facing side.
@@ -35,6 +41,11 @@ struct Problem {
   // matmuls (at::globalContext().allowTF32CuBLAS(), which the reference's
   // cuBLAS call follows too). Otherwise float32 stays float32-accurate.
   bool tf32_allowed = false;
+  // Clusters of the streaming kernel's blocks the GPU holds at once, one
+  // block a multiprocessor (a cluster stays within one group of
+  // multiprocessors, so fewer than sm_count / size fit). All 0 where not
+  // known: sm_count / size are assumed.
+  ResidentClusters stream_clusters{};
 };
 
 enum class Route {
@@ -72,6 +83,10 @@ struct StreamPlan {
   int64_t column_tiles = 0;  // grid.y
   int64_t row_tiles = 0;     // grid.z
 };
+
+/// The compute capability (major * 10 + minor) the streaming kernel is
+/// built for.
+inline constexpr int kStreamArch = 90;
 
 /// The streaming kernel's layout for `p`, or nullopt where it cannot run it
 /// (not sm_90, weight not readable by the copy engine, x slab too large).
@@ -120,10 +135,9 @@ bool can_run_wgmma(const Problem& p);
 bool can_run_wgmma_pingpong(const Problem& p);
 /// The cluster sizes the split schedule takes, largest first, up to the
 /// portable cluster size (not 5 to 7: 6 took longer than 4 at 16 tiles,
-/// bench/NOTES.md "v23"), and how many clusters of each size the GPU holds
-/// at once (indexed by the size).
+/// bench/NOTES.md "v23").
 inline constexpr std::array<int, 4> kWgmmaClusterSplitSizes = {8, 4, 3, 2};
-using ResidentClusters = std::array<int, kWgmmaClusterSplitSizes[0] + 1>;
+static_assert(kWgmmaClusterSplitSizes[0] <= stream::kMaxClusterSplits);
 /// The blocks a cluster of the split schedule splits each of `tiles` tiles'
 /// contraction of `steps` stages over: the largest of its sizes whose
 /// clusters, one a tile, are all resident at once with each block keeping

@@ -286,7 +286,7 @@ using Math = std::conditional_t<uses_tensor_cores(sizeof(T), kRows),
 template <typename T, int kRows>
 __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
                                                                 kRows)),
-                                  kRows < 32 ? 2 : 1)
+                                  blocks_per_multiprocessor(kRows))
     gather_linear_stream_kernel(const __grid_constant__ CUtensorMap weight_map,
                                 const __grid_constant__ CUtensorMap x_map,
                                 const GatherLinearParams<T> p, const Layout l) {
@@ -348,9 +348,17 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       int slot = 0;
       uint32_t lap = 0;
       // The next stage's place in x, advanced by counting: a stage lies in
-      // one head (plan_stream), so it steps through H in whole stages.
-      int32_t x_r = static_cast<int32_t>(stage0 * kStageC / p.H);
-      int32_t x_h = static_cast<int32_t>(stage0 * kStageC - x_r * p.H);
+      // one head (plan_stream), so it steps through H in whole stages. The
+      // contraction is below 2^31 there (plan_stream), so the one division
+      // is 32-bit.
+      int32_t x_r = 0;
+      int32_t x_h = 0;
+      if (x_in_ring) {
+        const auto c0 = static_cast<int32_t>(stage0 * kStageC);
+        const auto h = static_cast<int32_t>(p.H);
+        x_r = c0 / h;
+        x_h = c0 - x_r * h;
+      }
       for (int64_t i0 = 0; i0 < stages; i0 += kIssueGroup) {
         const int n = static_cast<int>(min(int64_t{kIssueGroup}, stages - i0));
         int s = slot;

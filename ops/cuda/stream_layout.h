@@ -36,6 +36,10 @@ constexpr int kStageTileBytes = kCols * kStageBytes;
 constexpr int slot_bytes(int rows, bool x_in_ring) {
   return kStageTileBytes + (x_in_ring ? rows * kStageBytes : 0);
 }
+/// Blocks a multiprocessor holds at once as far as registers go (the
+/// kernel's launch bounds): blocks of 32 rows take over half the register
+/// file.
+constexpr int blocks_per_multiprocessor(int rows) { return rows < 32 ? 2 : 1; }
 constexpr int kIssueGroup = 2;        // stages the producer issues back to back
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 

@@ -4,59 +4,15 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <mutex>
 #include <type_traits>
 
 #include "dependent_launch.cuh"
 #include "gather_linear_kernel.h"
+#include "resident_clusters.cuh"
 #include "wgmma_kernel.cuh"
 
 namespace fgl::cuda {
 namespace {
-
-// How many clusters of `size` blocks of `kernel` the GPU holds at once.
-template <typename Kernel>
-cudaError_t resident_clusters(Kernel kernel, unsigned size, int smem_bytes,
-                              int& clusters) {
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = size;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(size);
-  config.blockDim = dim3(wgmma::kThreads);
-  config.dynamicSmemBytes = smem_bytes;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  return cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
-}
-
-// The same for clusters of every size the split takes, on `device`, asked
-// once a device (and kernel): the launches that follow pay nothing for it.
-template <typename Kernel>
-cudaError_t resident_cluster_counts(Kernel kernel, int device, int smem_bytes,
-                                    ResidentClusters& counts) {
-  const auto ask = [&](ResidentClusters& into) {
-    into = {};
-    for (const int size : kWgmmaClusterSplitSizes) {
-      if (const auto err =
-              resident_clusters(kernel, size, smem_bytes, into[size]);
-          err != cudaSuccess) {
-        return err;
-      }
-    }
-    return cudaSuccess;
-  };
-  constexpr int kDevices = 64;
-  if (device < 0 || device >= kDevices) return ask(counts);
-  static std::once_flag once[kDevices];
-  static ResidentClusters cached[kDevices];
-  static cudaError_t error[kDevices];
-  std::call_once(once[device], [&] { error[device] = ask(cached[device]); });
-  counts = cached[device];
-  return error[device];
-}
 
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false>
 cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
@@ -95,8 +51,8 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
     int64_t groups = sm_count;
     if constexpr (kClusterSplit) {
       ResidentClusters resident{};
-      if (const auto err =
-              resident_cluster_counts(kernel, device, smem_bytes, resident);
+      if (const auto err = resident_cluster_counts(kernel, kThreads, device,
+                                                   smem_bytes, resident);
           err != cudaSuccess) {
         return err;
       }

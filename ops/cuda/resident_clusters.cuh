@@ -1,0 +1,61 @@
+// How many thread-block clusters of a kernel a GPU holds at once: clusters
+// stay within one group of multiprocessors, so fewer fit than the
+// multiprocessors alone suggest, and a cluster split that outnumbers them
+// runs in waves.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <mutex>
+
+#include "kernel_choice.h"
+
+namespace fgl::cuda {
+
+// Clusters of `size` blocks of `threads` threads and `smem_bytes` of dynamic
+// shared memory (already allowed to `kernel`) resident at once.
+template <typename Kernel>
+cudaError_t resident_clusters(Kernel kernel, unsigned threads, unsigned size,
+                              int smem_bytes, int& clusters) {
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = size;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(size);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem_bytes;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+}
+
+// The same for every cluster size up to the portable one, on `device`,
+// asked once a device and kernel type: the launches that follow pay nothing
+// for it.
+template <typename Kernel>
+cudaError_t resident_cluster_counts(Kernel kernel, unsigned threads, int device,
+                                    int smem_bytes, ResidentClusters& counts) {
+  const auto ask = [&](ResidentClusters& into) {
+    into = {};
+    for (unsigned size = 1; size < into.size(); ++size) {
+      if (const auto err =
+              resident_clusters(kernel, threads, size, smem_bytes, into[size]);
+          err != cudaSuccess) {
+        return err;
+      }
+    }
+    return cudaSuccess;
+  };
+  constexpr int kDevices = 64;
+  if (device < 0 || device >= kDevices) return ask(counts);
+  static std::once_flag once[kDevices];
+  static ResidentClusters cached[kDevices];
+  static cudaError_t error[kDevices];
+  std::call_once(once[device], [&] { error[device] = ask(cached[device]); });
+  counts = cached[device];
+  return error[device];
+}
+
+}  // namespace fgl::cuda
