@@ -211,20 +211,18 @@ cudaError_t launch_stream(const GatherLinearParams<T>& p,
 cudaError_t stream_resident_clusters(int device, ResidentClusters& counts) {
   // Any instance at the whole shared memory: one block a multiprocessor.
   const auto kernel = stream::gather_linear_stream_kernel<float, 32>;
-  int smem_bytes = 0;
-  if (const auto err = cudaDeviceGetAttribute(
-          &smem_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-      err != cudaSuccess) {
-    return err;
-  }
-  if (const auto err = cudaFuncSetAttribute(
-          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
-      err != cudaSuccess) {
-    return err;
-  }
+  const auto whole_smem = [&](int& smem_bytes) {
+    if (const auto err = cudaDeviceGetAttribute(
+            &smem_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+        err != cudaSuccess) {
+      return err;
+    }
+    return cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  };
   return resident_cluster_counts(
       kernel, stream::block_threads(stream::consumer_groups(4, 32)), device,
-      smem_bytes, counts);
+      whole_smem, counts);
 }
 
 template <typename T>

@@ -33,12 +33,15 @@ cudaError_t resident_clusters(Kernel kernel, unsigned threads, unsigned size,
 
 // The same for every cluster size up to the portable one, on `device`,
 // asked once a device and kernel type: the launches that follow pay nothing
-// for it.
-template <typename Kernel>
+// for it. `prepare(smem_bytes)` runs only then, to allow the kernel its
+// shared memory and say how much.
+template <typename Kernel, typename Prepare>
 cudaError_t resident_cluster_counts(Kernel kernel, unsigned threads, int device,
-                                    int smem_bytes, ResidentClusters& counts) {
+                                    Prepare prepare, ResidentClusters& counts) {
   const auto ask = [&](ResidentClusters& into) {
     into = {};
+    int smem_bytes = 0;
+    if (const auto err = prepare(smem_bytes); err != cudaSuccess) return err;
     for (unsigned size = 1; size < into.size(); ++size) {
       if (const auto err =
               resident_clusters(kernel, threads, size, smem_bytes, into[size]);

@@ -51,8 +51,12 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
     int64_t groups = sm_count;
     if constexpr (kClusterSplit) {
       ResidentClusters resident{};
+      const auto allowed = [](int& bytes) {
+        bytes = smem_bytes;
+        return cudaSuccess;
+      };
       if (const auto err = resident_cluster_counts(kernel, kThreads, device,
-                                                   smem_bytes, resident);
+                                                   allowed, resident);
           err != cudaSuccess) {
         return err;
       }
