@@ -110,17 +110,24 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
 
 TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
   // Up to 16 rows from 1024 output columns, at any weight to 64 MiB and
-  // past it up to 8 rows (one n-tile).
+  // past it up to 8 rows (one n-tile); but from 16 MiB past one n-tile and
+  // from 32 MiB past 4 rows the streaming kernel.
   for (int64_t B : {1, 5, 8, 9, 16}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
     EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 2)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(32, B, 128, 2048, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 2048, 2)),
+              B <= 8 ? Route::kWarpMma : Route::kStream);
     EXPECT_EQ(choose_route(h200(2, B, 64, 16384, 2)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 2)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(32, B, 128, 8192, 2)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 2)),
+              B <= 4 ? Route::kWarpMma : Route::kStream);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 8192, 2)),
+              B <= 4 ? Route::kWarpMma : Route::kStream);
     EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 2)),
               B <= 8 ? Route::kWarpMma : Route::kCublasCat);
   }
+  EXPECT_EQ(choose_route(h200(32, 4, 128, 4096, 2)), Route::kWarpMma);
+  EXPECT_EQ(choose_route(h200(32, 4, 128, 8192, 2)), Route::kWarpMma);
   // To 32 rows (two row tiles, the weight read twice) up to 8 MiB, and to
   // 128 rows up to 1 MiB.
   EXPECT_EQ(choose_route(h200(8, 32, 64, 4096, 2)), Route::kWarpMma);

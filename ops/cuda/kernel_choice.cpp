@@ -106,6 +106,15 @@ constexpr int64_t kWarpMmaPrefetchWeightTwoTiles = int64_t{32} << 20;
 // than cat + cuBLAS (64,12-16,128,8192 and 32,16,128,16384: 128 MiB), while
 // 64 MiB won (32,16,128,8192 1.10x).
 constexpr int64_t kMaxFusedWeightHalfTwoTiles = int64_t{64} << 20;
+// Since the streaming kernel's splits push their sums to each other
+// ("v29"), it beats the warp-mma kernel in 16-bit types past one n-tile
+// from 16 MiB of weight (32,16,128,2048 7.96 against 8.30 us) and past 4
+// rows from 32 MiB (32,8,128,4096 10.49 against 10.99; 64,16,128,4096
+// 18.93 against 20.24), up to kMaxFusedWeightHalfTwoTiles; fewer rows and
+// less weight kept the warp-mma kernel (32,1,128,4096 10.33 against 10.43).
+constexpr int64_t kStreamOverWarpMmaWeightHalf = int64_t{16} << 20;
+constexpr int64_t kStreamOverWarpMmaRowsHalfLarge = 4;
+constexpr int64_t kStreamOverWarpMmaWeightHalfLarge = int64_t{32} << 20;
 // The Hopper tensor-core kernel's tile of out (sm90/wgmma_kernel.cuh):
 // 128 x 256, or 128 x 128 for float32's three-product split.
 constexpr int64_t kWgmmaTileRows = 128;
@@ -242,6 +251,13 @@ bool warp_mma_wins(const Problem& p) {
   }
   if (p.element_size != 2) return false;
   if (p.B >= 2 && p.B <= 4 && weight <= kWarpDotMaxReadHalf) {
+    return false;
+  }
+  if (weight <= kMaxFusedWeightHalfTwoTiles &&
+      ((p.B > warp_mma::kRowsPerTile &&
+        weight >= kStreamOverWarpMmaWeightHalf) ||
+       (p.B > kStreamOverWarpMmaRowsHalfLarge &&
+        weight >= kStreamOverWarpMmaWeightHalfLarge))) {
     return false;
   }
   return p.B <= rows_per_pass ||
@@ -469,7 +485,7 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
     const int64_t pitch = best.x_in_ring ? 0 : per_split * stage_c + 16 / e;
     const int64_t blocks = best.column_tiles * best.row_tiles * splits;
     const int64_t fixed = stream::smem_bytes(0, best.rows_per_block, pitch, e,
-                                             acc_size, best.x_in_ring);
+                                             acc_size, best.x_in_ring, splits);
     const auto ring_within = [&](int64_t budget) {
       return std::min<int64_t>(
           {kMaxRingStages, per_split, (budget - fixed) / (slot + 16)});
@@ -490,7 +506,7 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
     // and shared memory allow, and no more than whole clusters fill.
     const int64_t smem =
         stream::smem_bytes(static_cast<int>(ring), best.rows_per_block, pitch,
-                           e, acc_size, best.x_in_ring);
+                           e, acc_size, best.x_in_ring, splits);
     const int64_t per_sm = std::min<int64_t>(
         stream::blocks_per_multiprocessor(best.rows_per_block),
         sm_smem / (smem + 1024));

@@ -1,6 +1,7 @@
 // Thin wrappers over the instructions the fused kernels use: mbarriers, the
-// cluster barrier, bulk tensor copies (TMA), cp.async, shared-memory
-// vectors, ldmatrix and mma.sync. Each is one PTX instruction
+// cluster barrier, stores into a cluster peer's shared memory, bulk tensor
+// copies (TMA), cp.async, shared-memory vectors, ldmatrix, mma.sync and
+// wgmma. Each is one PTX instruction
 // (await_previous_grid and cluster_sync_unaligned two); callers
 // guard each with the architecture it needs (mma.sync sm_80, most sm_90),
 // but for await_previous_grid, a no-op before sm_90, and prefetch_l2 (any).
@@ -90,6 +91,39 @@ __device__ __forceinline__ void cluster_sync_unaligned() {
       "barrier.cluster.arrive.release;\n"
       "barrier.cluster.wait.acquire;" ::
           : "memory");
+}
+
+// The two halves of a cluster barrier, apart: arrive without ordering
+// anything (after fence_barrier_init, the one thing it must publish), and
+// wait for every thread of the cluster that has not exited to have
+// arrived, acquiring what they released (sm_90).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+// The address of `addr` (smem_addr) in the shared memory of the cluster's
+// block `rank` (sm_90).
+__device__ __forceinline__ uint32_t cluster_map(uint32_t addr, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(addr), "r"(rank));
+  return remote;
+}
+
+// Stores 16 bytes at `remote` (cluster_map) in another block's shared
+// memory and counts them on that block's mbarrier `remote_bar` (sm_90);
+// the storing thread does not wait.
+__device__ __forceinline__ void st_async_v4(uint32_t remote, uint4 v,
+                                            uint32_t remote_bar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], "
+      "{%1, %2, %3, %4}, [%5];" ::"r"(remote),
+      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(remote_bar)
+      : "memory");
 }
 
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
@@ -206,6 +240,95 @@ __device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4],
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+// Warp-group matrix multiplies (sm_90a: callers guard them with
+// __CUDA_ARCH_FEAT_SM90_ALL). A warp group's 4 warps issue each one
+// together; it runs asynchronously until wgmma_wait.
+
+// The shared-memory descriptor of a K-major tile stored in 128-byte rows
+// swizzled by the copy engine's 128-byte pattern, 8-row atoms 1024 bytes
+// apart, the tile on the swizzle's 1024-byte period. Adding n to it moves
+// the tile's start 16 n bytes along K within its rows.
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t addr) {
+  return (uint64_t{1} << 62) | (uint64_t{1024 >> 4} << 32) |
+         (uint64_t{1} << 16) | ((addr & 0x3ffffu) >> 4);
+}
+
+// Orders this thread's register accesses before the warp group's next
+// wgmma (its accumulators, its A operand).
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+// Waits until at most `kPending` committed groups of wgmma are running.
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+}
+// Keeps the compiler from moving accesses to `d` across a wgmma_wait.
+template <int kTiles>
+__device__ __forceinline__ void wgmma_settle(float (&d)[kTiles][4]) {
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+f"(d[n][i])::"memory");
+  }
+}
+
+// Makes this thread's ordinary shared-memory stores visible to the tensor
+// cores' and the copy engine's reads.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+#define FGL_WGMMA_D4(d) \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+#define FGL_WGMMA_D8(d) \
+  FGL_WGMMA_D4(d), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
+#define FGL_WGMMA_D16(d)                                                       \
+  FGL_WGMMA_D8(d), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+#define FGL_WGMMA_R4 "{%0, %1, %2, %3}"
+#define FGL_WGMMA_R8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define FGL_WGMMA_R16 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+
+// D (64 x 8 kTiles) += A (64 x 8, TF32 in registers: each warp's 16 rows
+// as mma.sync m16n8k8's A fragment) * B (8 x 8 kTiles, descriptor, K-major;
+// the tensor cores read float32 and use its TF32 part).
+template <int kTiles>
+__device__ __forceinline__ void wgmma_rs_tf32(float (&d)[kTiles][4],
+                                              const uint32_t (&a)[4],
+                                              uint64_t b) {
+  if constexpr (kTiles == 1) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 " FGL_WGMMA_R4
+        ", {%4, %5, %6, %7}, %8, 1, 1, 1;"
+        : FGL_WGMMA_D4(d)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+  } else if constexpr (kTiles == 2) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 " FGL_WGMMA_R8
+        ", {%8, %9, %10, %11}, %12, 1, 1, 1;"
+        : FGL_WGMMA_D8(d)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+  } else {
+    static_assert(kTiles == 4, "8, 16 or 32 rows of B");
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 " FGL_WGMMA_R16
+        ", {%16, %17, %18, %19}, %20, 1, 1, 1;"
+        : FGL_WGMMA_D16(d)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+  }
+}
+#undef FGL_WGMMA_D4
+#undef FGL_WGMMA_D8
+#undef FGL_WGMMA_D16
+#undef FGL_WGMMA_R4
+#undef FGL_WGMMA_R8
+#undef FGL_WGMMA_R16
 
 // float32 to TF32 (in a float32 register, the low 13 bits zero), rounded to
 // nearest even.

@@ -27,7 +27,6 @@
 // have any strides.
 #pragma once
 
-#include <cooperative_groups.h>
 #include <cuda.h>
 
 #include <cstdint>
@@ -103,10 +102,21 @@ struct SlabRows {
 };
 struct TileRows {
   uint32_t base;
+  // float32 on warp groups: the group's buffer for the tile's TF32
+  // remainders, laid out like the tile.
+  uint32_t remainders;
   __device__ __forceinline__ uint32_t at(int row, int chunk) const {
     return base + swizzled(row, chunk);
   }
 };
+
+// Whether this pass compiles float32's warp-group multiplies (sm_90a);
+// other passes multiply every instance by mma.sync.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+inline constexpr bool kGroupMmaTf32 = true;
+#else
+inline constexpr bool kGroupMmaTf32 = false;
+#endif
 
 // One 32-byte step along c of a 16-row weight fragment `a` times an 8-row x
 // fragment (b0, b1): m16n8k16 for float16/bfloat16, three m16n8k8 TF32
@@ -154,6 +164,81 @@ struct MmaMath {
   static constexpr int kTiles = kRows / 8;
   static_assert(kRows == 8 || kRows == 16 || kRows == 32, "1, 2 or 4 n8 tiles");
   float acc[kTiles][4] = {};
+
+  // float32 with its x tile in the ring, by warp group where compiled (a
+  // consumer group's 4 warps are one warp group): wgmma m64 takes the tile's
+  // 64 weight rows, its N the kRows rows of B straight from the ring, whose
+  // 128-byte swizzle is wgmma's K-major one. The 16-bit types multiply by
+  // mma.sync, which streamed as fast (bench/NOTES.md v29).
+  __device__ __forceinline__ void stage(uint32_t ring_slot, const TileRows& x,
+                                        int warp, int lane, int group) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if constexpr (std::is_same_v<T, float>) {
+      group_stage_tf32(ring_slot, x, warp, lane, group);
+      return;
+    }
+#endif
+    stage<TileRows>(ring_slot, x, warp, lane);
+  }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // float32 by warp group: small x big + big x small + big x big as in
+  // MmaStep<float>. The group splits the stage's x tile, its big parts in
+  // place and its remainders into the group's buffer, where wgmma reads
+  // them; the weight's parts are split in registers, wgmma's A operand.
+  __device__ __forceinline__ void group_stage_tf32(uint32_t ring_slot,
+                                                   const TileRows& x, int warp,
+                                                   int lane, int group) {
+    constexpr int kChunks = kRows * kStageBytes / 16;
+    for (int chunk = warp * 32 + lane; chunk < kChunks;
+         chunk += kGroupWarps * 32) {
+      const uint4 v = ptx::ld_shared_v4(x.base + chunk * 16);
+      const Tf32Split s0 = split_tf32(v.x), s1 = split_tf32(v.y);
+      const Tf32Split s2 = split_tf32(v.z), s3 = split_tf32(v.w);
+      ptx::st_shared_v4(x.base + chunk * 16,
+                        make_uint4(s0.big, s1.big, s2.big, s3.big));
+      ptx::st_shared_v4(x.remainders + chunk * 16,
+                        make_uint4(s0.small, s1.small, s2.small, s3.small));
+    }
+    ptx::fence_proxy_async_shared();
+    constexpr int kSteps = kStageBytes / 32;
+    uint32_t big[kSteps][4], small[kSteps][4];
+    const int m = lane / 8;
+    const int row = warp * 16 + (m & 1) * 8 + (lane & 7);
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      uint32_t a[4];
+      ptx::ldmatrix_x4(a, ring_slot + swizzled(row, 2 * s + (m >> 1)));
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const Tf32Split split = split_tf32(a[i]);
+        big[s][i] = split.big, small[s][i] = split.small;
+      }
+    }
+    // Every remainder of the group written before its multiplies read them.
+    ptx::named_barrier_sync(2 + group, kGroupWarps * 32);
+    const uint64_t b = ptx::wgmma_desc_sw128(x.base);
+    const uint64_t b_small = ptx::wgmma_desc_sw128(x.remainders);
+    // A stage's sums are fresh (see stage below); the three products of a
+    // step go to one sum, which the tensor cores chain without a wait.
+    float sum[kTiles][4] = {};
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      ptx::wgmma_rs_tf32(sum, small[s], b + 2 * s);
+      ptx::wgmma_rs_tf32(sum, big[s], b_small + 2 * s);
+      ptx::wgmma_rs_tf32(sum, big[s], b + 2 * s);
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();
+    ptx::wgmma_settle(sum);
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[n][j] += sum[n][j];
+    }
+  }
+#endif
 
   // X: SlabRows or TileRows, the stage's x rows.
   template <typename X>
@@ -299,7 +384,6 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
   constexpr bool kTensorCores = uses_tensor_cores(sizeof(T), kRows);
   const bool x_in_ring = kTensorCores && l.x_in_ring;
   const int slot_size = slot_bytes(kRows, x_in_ring);
-  namespace cg = cooperative_groups;
 
   extern __shared__ unsigned char smem[];
   // [ring_stages][slot_size]: each slot [kCols][kStageBytes] of weight, then
@@ -310,8 +394,15 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
   T* slab = reinterpret_cast<T*>(ring + l.ring_stages * slot_size);
   acc_t* partial = reinterpret_cast<acc_t*>(slab + kRows * l.slab_pitch);
   acc_t* bias = partial + kRows * kCols;  // [kCols]
-  uint64_t* full = reinterpret_cast<uint64_t*>(bias + kCols);
+  constexpr int kTileChunks = tile_chunks(kRows, sizeof(acc_t));
+  const int exchange_rows = gridDim.x > 1 ? gridDim.x : 0;
+  const int pitch = exchange_pitch(kRows, sizeof(acc_t), gridDim.x);
+  // [splits][pitch] 16-byte chunks of partial sums from the other splits
+  unsigned char* exchange = reinterpret_cast<unsigned char*>(bias + kCols);
+  uint64_t* full =
+      reinterpret_cast<uint64_t*>(exchange + exchange_rows * pitch * 16);
   uint64_t* empty = full + l.ring_stages;
+  uint64_t* exchanged = empty + l.ring_stages;  // the exchange's arrivals
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -332,9 +423,13 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       ptx::mbarrier_init(&full[i], 1);
       ptx::mbarrier_init(&empty[i], kGroupWarps);
     }
+    ptx::mbarrier_init(exchanged, 1);
     ptx::fence_barrier_init();
   }
   __syncthreads();
+  // The cluster learns that every block's exchange barrier is set up; its
+  // blocks wait for that only when they exchange, long after.
+  if (splits > 1) ptx::cluster_arrive_relaxed();
   ptx::await_previous_grid();
 
   Math<T, kRows> math;  // the consumers' sums
@@ -407,7 +502,12 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       if constexpr (kTensorCores) {
         const uint32_t w = ptx::smem_addr(tile);
         if (x_in_ring) {
-          math.stage(w, TileRows{w + kStageTileBytes}, group_warp, lane);
+          // float32's remainders: the group's half of the partial sums,
+          // unused until the consumers are done.
+          const TileRows x{
+              w + kStageTileBytes,
+              ptx::smem_addr(partial) + group * kRows * kStageBytes};
+          math.stage(w, x, group_warp, lane, group);
         } else {
           const auto pitch = static_cast<uint32_t>(l.slab_pitch * sizeof(T));
           math.stage(w,
@@ -427,7 +527,9 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
     }
   }
   // The groups' sums meet in a fixed order: the last group writes, the
-  // others add theirs, last to first; block barriers between them.
+  // others add theirs, last to first; block barriers between them (and
+  // before them, where float32's remainders took the sums' place).
+  if (kGroupMmaTf32 && std::is_same_v<T, float> && x_in_ring) __syncthreads();
   for (int g = kGroups - 1; g >= 0; --g) {
     if (warp < kConsumerWarps && group == g) {
       math.store(partial, group_warp, lane, g != kGroups - 1);
@@ -435,17 +537,42 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
     __syncthreads();
   }
 
-  // Epilogue: split q sums the slice q of the tile over all splits' partials,
-  // in split order.
-  constexpr int kTile = kRows * kCols;
-  const int first = kTile * split / splits;
-  const int last = kTile * (split + 1) / splits;
-  cg::cluster_group cluster = cg::this_cluster();
-  if (splits > 1) cluster.sync();  // every split's partials are written
-  for (int e = first + threadIdx.x; e < last; e += kThreads) {
+  // Epilogue: split q owns chunks [first, last) of the tile's sums. Every
+  // other split pushes its sums of them into q's exchange (asynchronous
+  // stores counted on q's mbarrier, so no block waits for another to read
+  // and none reads remote memory), and q adds them in split order: the same
+  // inputs give the same bits.
+  constexpr int kPerChunk = 16 / sizeof(acc_t);
+  const auto first_chunk = [&](int q) { return kTileChunks * q / splits; };
+  const int first = first_chunk(split);
+  const int last = first_chunk(split + 1);
+  if (splits > 1) {
+    if (threadIdx.x == 0) {
+      ptx::mbarrier_arrive_expect_tx(exchanged,
+                                     (splits - 1) * (last - first) * 16);
+    }
+    ptx::cluster_wait();  // every block's exchange barrier is set up
+    const uint32_t sums = ptx::smem_addr(partial);
+    const uint32_t row = ptx::smem_addr(exchange) + split * pitch * 16;
+    for (int q = 0; q < splits; ++q) {
+      if (q == split) continue;
+      const int q_first = first_chunk(q);
+      const uint32_t bar = ptx::cluster_map(ptx::smem_addr(exchanged), q);
+      for (int c = q_first + threadIdx.x; c < first_chunk(q + 1);
+           c += kThreads) {
+        ptx::st_async_v4(ptx::cluster_map(row + (c - q_first) * 16, q),
+                         ptx::ld_shared_v4(sums + c * 16), bar);
+      }
+    }
+    ptx::mbarrier_wait(exchanged, 0);
+  }
+  const acc_t* received = reinterpret_cast<const acc_t*>(exchange);
+  for (int e = first * kPerChunk + threadIdx.x; e < last * kPerChunk;
+       e += kThreads) {
     acc_t v = 0;
     for (int q = 0; q < splits; ++q) {
-      v += splits > 1 ? cluster.map_shared_rank(partial, q)[e] : partial[e];
+      v += q == split ? partial[e]
+                      : received[q * pitch * kPerChunk + e - first * kPerChunk];
     }
     const int64_t b = b0 + e / kCols;
     const int64_t k = k0 + e % kCols;
@@ -457,7 +584,6 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
           from_acc<T>(v + bias[e % kCols]);
     }
   }
-  if (splits > 1) cluster.sync();  // no block leaves while others read it
 #else
   __trap();  // routed to sm_90 only (kernel_choice.h)
 #endif

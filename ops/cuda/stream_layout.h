@@ -52,14 +52,34 @@ struct Layout {
   bool x_in_ring;            // x's stage tiles ride in the ring: no slab
 };
 
+/// The cluster's exchange of partial sums: a tile's sums travel in 16-byte
+/// chunks, split q owning chunks [tile_chunks * q / splits, tile_chunks *
+/// (q + 1) / splits), and each block receives the other splits' sums of its
+/// chunks into rows of exchange_pitch chunks, one per split.
+constexpr int tile_chunks(int rows, int acc_size) {
+  return rows * kCols * acc_size / 16;
+}
+constexpr int exchange_pitch(int rows, int acc_size, int splits) {
+  return (tile_chunks(rows, acc_size) + splits - 1) / splits;
+}
+/// Bytes of the exchange: its rows (none for one split) and its mbarrier.
+constexpr int64_t exchange_bytes(int rows, int acc_size, int splits) {
+  return (splits > 1
+              ? int64_t{splits} * exchange_pitch(rows, acc_size, splits) * 16
+              : 0) +
+         16;
+}
+
 /// Dynamic shared memory of one block: ring (with its two mbarriers per
-/// stage), x slab, partial sums, bias, and slack to align the ring to the
-/// swizzle's 1024-byte period.
+/// stage), x slab, partial sums, bias, the exchange, and slack to align the
+/// ring to the swizzle's 1024-byte period.
 constexpr int64_t smem_bytes(int ring_stages, int rows, int64_t slab_pitch,
-                             int element_size, int acc_size, bool x_in_ring) {
+                             int element_size, int acc_size, bool x_in_ring,
+                             int splits) {
   return 1024 + int64_t{ring_stages} * (slot_bytes(rows, x_in_ring) + 16) +
          int64_t{rows} * slab_pitch * element_size +
-         int64_t{rows + 1} * kCols * acc_size;
+         int64_t{rows + 1} * kCols * acc_size +
+         exchange_bytes(rows, acc_size, splits);
 }
 
 }  // namespace fgl::cuda::stream
