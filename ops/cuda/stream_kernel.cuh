@@ -15,11 +15,13 @@
 //      through x's strides). Either way the concatenation never exists.
 //   3. multiplies on groups of consumer warps that take stages in turn:
 //      tensor cores (mma.sync, the weight in the M slot) for float16,
-//      bfloat16 and, three TF32 products a step, float32; CUDA cores for
-//      float64 and for float32 blocks of fewer than 8 rows; accumulating in
-//      float32 (float64 for double);
-//   4. reduces the splits' partial sums across the cluster through
-//      distributed shared memory, always in split order, so that the same
+//      bfloat16 and, three TF32 products a step, float32 (by warp group,
+//      wgmma, where x rides in the ring and sm_90a is compiled); CUDA cores
+//      for float64 and for float32 blocks of fewer than 8 rows; accumulating
+//      in float32 (float64 for double);
+//   4. reduces the splits' partial sums across the cluster: each split
+//      pushes its sums of the other splits' slices into their shared
+//      memory, and each adds its slice's in split order, so that the same
 //      inputs give the same bits; adds the bias and stores.
 //
 // Requires (checked by the host side, kernel_choice.h): the weight contiguous
