@@ -66,14 +66,16 @@ void expect_exact_and_deterministic(cuda::Route route,
 
 // The streaming kernel where the sweep's small shapes do not reach: a
 // contraction split over a cluster of blocks (decode at 32,16,128,4096), a
-// weight ring that wraps around many times (many columns, no split), and
-// several row tiles.
+// weight ring that wraps around many times (many columns, no split), several
+// row tiles, and x's tiles in the ring at each block height (8, 16 and 32
+// rows: float32 by warp group at 16 and 32).
 TEST(StreamKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_exact_and_deterministic(cuda::Route::kStream, {{32, 16, 128, 4096},
                                                         {32, 1, 128, 4096},
                                                         {16, 3, 128, 9000},
-                                                        {7, 40, 64, 200}});
+                                                        {7, 40, 64, 200},
+                                                        {8, 6, 64, 200}});
 }
 
 // The warp-dot kernel's layouts: few columns, whose contraction warps split

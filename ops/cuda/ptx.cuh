@@ -290,32 +290,25 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #define FGL_WGMMA_D16(d)                                                       \
   FGL_WGMMA_D8(d), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
       "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
-#define FGL_WGMMA_R4 "{%0, %1, %2, %3}"
 #define FGL_WGMMA_R8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
 #define FGL_WGMMA_R16 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 
-// D (64 x 8 kTiles) += A (64 x 8, TF32 in registers: each warp's 16 rows
-// as mma.sync m16n8k8's A fragment) * B (8 x 8 kTiles, descriptor, K-major;
-// the tensor cores read float32 and use its TF32 part).
+// D (64 x 8 kTiles, kTiles 2 or 4) += A (64 x 8, TF32 in registers: each warp's
+// 16 rows as mma.sync m16n8k8's A fragment) * B (8 x 8 kTiles, descriptor,
+// K-major; the tensor cores read float32 and use its TF32 part).
 template <int kTiles>
 __device__ __forceinline__ void wgmma_rs_tf32(float (&d)[kTiles][4],
                                               const uint32_t (&a)[4],
                                               uint64_t b) {
-  if constexpr (kTiles == 1) {
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 " FGL_WGMMA_R4
-        ", {%4, %5, %6, %7}, %8, 1, 1, 1;"
-        : FGL_WGMMA_D4(d)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-  } else if constexpr (kTiles == 2) {
+  if constexpr (kTiles == 2) {
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 " FGL_WGMMA_R8
         ", {%8, %9, %10, %11}, %12, 1, 1, 1;"
         : FGL_WGMMA_D8(d)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
   } else {
-    static_assert(kTiles == 4, "8, 16 or 32 rows of B");
+    static_assert(kTiles == 4, "16 or 32 rows of B");
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 " FGL_WGMMA_R16
         ", {%16, %17, %18, %19}, %20, 1, 1, 1;"
@@ -326,7 +319,6 @@ __device__ __forceinline__ void wgmma_rs_tf32(float (&d)[kTiles][4],
 #undef FGL_WGMMA_D4
 #undef FGL_WGMMA_D8
 #undef FGL_WGMMA_D16
-#undef FGL_WGMMA_R4
 #undef FGL_WGMMA_R8
 #undef FGL_WGMMA_R16
 

@@ -112,12 +112,12 @@ struct TileRows {
   }
 };
 
-// Whether this pass compiles float32's warp-group multiplies (sm_90a);
-// other passes multiply every instance by mma.sync.
+// Whether this pass compiles warp-group multiplies (sm_90a); other passes
+// multiply every instance by mma.sync.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-inline constexpr bool kGroupMmaTf32 = true;
+inline constexpr bool kGroupMma = true;
 #else
-inline constexpr bool kGroupMmaTf32 = false;
+inline constexpr bool kGroupMma = false;
 #endif
 
 // One 32-byte step along c of a 16-row weight fragment `a` times an 8-row x
@@ -165,9 +165,13 @@ template <typename T, int kRows>
 struct MmaMath {
   static constexpr int kTiles = kRows / 8;
   static_assert(kRows == 8 || kRows == 16 || kRows == 32, "1, 2 or 4 n8 tiles");
+  // float32 blocks of 16 and 32 rows multiply by warp group where x rides in
+  // the ring (the instances measured and tested, bench/NOTES.md v29).
+  static constexpr bool kByWarpGroup =
+      kGroupMma && std::is_same_v<T, float> && kRows >= 16;
   float acc[kTiles][4] = {};
 
-  // float32 with its x tile in the ring, by warp group where compiled (a
+  // float32 with its x tile in the ring, by warp group where kByWarpGroup (a
   // consumer group's 4 warps are one warp group): wgmma m64 takes the tile's
   // 64 weight rows, its N the kRows rows of B straight from the ring, whose
   // 128-byte swizzle is wgmma's K-major one. The 16-bit types multiply by
@@ -175,7 +179,7 @@ struct MmaMath {
   __device__ __forceinline__ void stage(uint32_t ring_slot, const TileRows& x,
                                         int warp, int lane, int group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (kByWarpGroup) {
       group_stage_tf32(ring_slot, x, warp, lane, group);
       return;
     }
@@ -531,7 +535,9 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
   // The groups' sums meet in a fixed order: the last group writes, the
   // others add theirs, last to first; block barriers between them (and
   // before them, where float32's remainders took the sums' place).
-  if (kGroupMmaTf32 && std::is_same_v<T, float> && x_in_ring) __syncthreads();
+  if constexpr (uses_tensor_cores(sizeof(T), kRows)) {
+    if (MmaMath<T, kRows>::kByWarpGroup && x_in_ring) __syncthreads();
+  }
   for (int g = kGroups - 1; g >= 0; --g) {
     if (warp < kConsumerWarps && group == g) {
       math.store(partial, group_warp, lane, g != kGroups - 1);
