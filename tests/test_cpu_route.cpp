@@ -103,9 +103,23 @@ TEST(CpuRoute, Fp16CpusKeepTheKernelForFewRows) {
   for (const auto d : kAll) {
     EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), d, 4, 12, 32, 56)),
               Route::kDotKernel);
+    EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), d, 16, 1, 128, 4096)),
+              Route::kDotKernel);
+  }
+  // float64 of one or two rows over 128 MiB of weight: the library's stream.
+  for (const auto d : {Dtype::kFloat16, Dtype::kBFloat16, Dtype::kFloat32}) {
     EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), d, 32, 1, 128, 4096)),
               Route::kDotKernel);
   }
+  EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), Dtype::kFloat64, 32, 1,
+                                 128, 4096)),
+            Route::kGemmView);
+  EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), Dtype::kFloat64, 32, 2,
+                                 128, 4096)),
+            Route::kGemmCat);
+  EXPECT_EQ(choose_route(problem(intel_avx512_fp16(), Dtype::kFloat64, 32, 4,
+                                 128, 4096)),
+            Route::kDotKernel);
   for (const RowsCase& c : std::vector<RowsCase>{
            {Dtype::kBFloat16, 1, 64, 56, 64},   // rows
            {Dtype::kBFloat16, 2, 32, 1024, 4},  // outputs

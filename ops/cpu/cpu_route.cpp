@@ -50,6 +50,12 @@ constexpr int kManyThreads = 16;
 constexpr KernelLimit kFloat32LimitsBesideAmx[] = {{64, 64, 4 << 10},
                                                    {kAny, 16, kAny}};
 constexpr KernelLimit kFloat64LimitsBesideAmx[] = {{kAny, 16, kAny}};
+// float64 of one or two rows over a weight this large is a memory stream for
+// the kernel and the library alike, and the library's read it a little
+// faster ("c12": 32,1-2,128,4096, 128 MiB, 0.96-0.995x; 64 MiB still
+// 1.02x for the kernel, and from 4 rows the kernel 1.9x).
+constexpr int64_t kFloat64StreamRowsBesideAmx = 2;
+constexpr int64_t kFloat64StreamWeightBesideAmx = int64_t{128} << 20;
 // The kernel loads whole vectors of each slice's h, the tail masked: with
 // H = 33, two bfloat16 vectors (64 lanes) or three float32 ones (48) carry
 // 33 values (7,33,33,1000 0.47x in bfloat16 at 33 rows, 0.83x in float32 at
@@ -99,8 +105,11 @@ bool dot_kernel_wins(const Problem& p) {
                  ? within(kHalfLimitsBesideAmxManyThreads, p)
                  : within(kHalfLimitsBesideAmx, p);
     }
-    return p.dtype == Dtype::kFloat32 ? within(kFloat32LimitsBesideAmx, p)
-                                      : within(kFloat64LimitsBesideAmx, p);
+    if (p.dtype == Dtype::kFloat32) return within(kFloat32LimitsBesideAmx, p);
+    const int64_t weight_bytes = p.R * p.H * p.K * element_size(p.dtype);
+    return within(kFloat64LimitsBesideAmx, p) &&
+           !(p.B <= kFloat64StreamRowsBesideAmx &&
+             weight_bytes >= kFloat64StreamWeightBesideAmx);
   }
   return p.dtype == Dtype::kBFloat16  ? within(kBFloat16Limits, p)
          : p.dtype == Dtype::kFloat32 ? within(kFloat32Limits, p)
