@@ -490,10 +490,13 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
       return std::min<int64_t>(
           {kMaxRingStages, per_split, (budget - fixed) / (slot + 16)});
     };
-    // Two blocks per multiprocessor where there are that many blocks and
-    // their rings fit; else one block with the whole shared memory.
+    // Two blocks per multiprocessor where there are that many blocks, their
+    // registers allow it and their rings fit; else one block with the whole
+    // shared memory.
+    const int per_sm_registers =
+        stream::blocks_per_multiprocessor(e, best.rows_per_block);
     int64_t ring = ring_within(p.max_smem_per_block);
-    if (blocks > p.sm_count) {
+    if (blocks > p.sm_count && per_sm_registers > 1) {
       const int64_t shared = ring_within(sm_smem / 2 - 1024);
       if (shared >= std::min<int64_t>(kMinRingStages, per_split)) ring = shared;
     }
@@ -507,9 +510,8 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
     const int64_t smem =
         stream::smem_bytes(static_cast<int>(ring), best.rows_per_block, pitch,
                            e, acc_size, best.x_in_ring, splits);
-    const int64_t per_sm = std::min<int64_t>(
-        stream::blocks_per_multiprocessor(best.rows_per_block),
-        sm_smem / (smem + 1024));
+    const int64_t per_sm =
+        std::min<int64_t>(per_sm_registers, sm_smem / (smem + 1024));
     const int64_t clusters = p.stream_clusters[1] > 0
                                  ? p.stream_clusters[splits]
                                  : p.sm_count / splits;

@@ -294,26 +294,27 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #define FGL_WGMMA_R16 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 
-// D (64 x 8 kTiles, kTiles 2 or 4) += A (64 x 8, TF32 in registers: each warp's
-// 16 rows as mma.sync m16n8k8's A fragment) * B (8 x 8 kTiles, descriptor,
-// K-major; the tensor cores read float32 and use its TF32 part).
-template <int kTiles>
+// D (64 x 8 kTiles, kTiles 2 or 4) = A (64 x 8, TF32 in registers: each
+// warp's 16 rows as mma.sync m16n8k8's A fragment) * B (8 x 8 kTiles,
+// descriptor, K-major; the tensor cores read float32 and use its TF32 part),
+// plus D where kAdd.
+template <bool kAdd, int kTiles>
 __device__ __forceinline__ void wgmma_rs_tf32(float (&d)[kTiles][4],
                                               const uint32_t (&a)[4],
                                               uint64_t b) {
   if constexpr (kTiles == 2) {
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 " FGL_WGMMA_R8
-        ", {%8, %9, %10, %11}, %12, 1, 1, 1;"
+        ", {%8, %9, %10, %11}, %12, %13, 1, 1;"
         : FGL_WGMMA_D8(d)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(int{kAdd}));
   } else {
     static_assert(kTiles == 4, "16 or 32 rows of B");
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 " FGL_WGMMA_R16
-        ", {%16, %17, %18, %19}, %20, 1, 1, 1;"
+        ", {%16, %17, %18, %19}, %20, %21, 1, 1;"
         : FGL_WGMMA_D16(d)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(int{kAdd}));
   }
 }
 #undef FGL_WGMMA_D4

@@ -104,9 +104,6 @@ struct SlabRows {
 };
 struct TileRows {
   uint32_t base;
-  // float32 on warp groups: the group's buffer for the tile's TF32
-  // remainders, laid out like the tile.
-  uint32_t remainders;
   __device__ __forceinline__ uint32_t at(int row, int chunk) const {
     return base + swizzled(row, chunk);
   }
@@ -171,72 +168,113 @@ struct MmaMath {
       kGroupMma && std::is_same_v<T, float> && kRows >= 16;
   float acc[kTiles][4] = {};
 
-  // float32 with its x tile in the ring, by warp group where kByWarpGroup (a
-  // consumer group's 4 warps are one warp group): wgmma m64 takes the tile's
-  // 64 weight rows, its N the kRows rows of B straight from the ring, whose
-  // 128-byte swizzle is wgmma's K-major one. The 16-bit types multiply by
-  // mma.sync, which streamed as fast (bench/NOTES.md v29).
-  __device__ __forceinline__ void stage(uint32_t ring_slot, const TileRows& x,
-                                        int warp, int lane, int group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if constexpr (kByWarpGroup) {
-      group_stage_tf32(ring_slot, x, warp, lane, group);
-      return;
+  // float32 by warp group where kByWarpGroup and x rides in the ring (a
+  // consumer group's 4 warps are one warp group): wgmma m64 takes the
+  // tile's 64 weight rows, its N the kRows rows of B straight from the ring,
+  // whose 128-byte swizzle is wgmma's K-major one; small x big + big x small
+  // + big x big as in MmaStep<float>. The group keeps two of its stages in
+  // work: it loads and splits the next stage's operands while the tensor
+  // cores multiply the last one, whose slot it releases once that stage's
+  // sum is added. The 16-bit types multiply by mma.sync, which streamed as
+  // fast (bench/NOTES.md v29).
+  //
+  // `stages`: the group's; `ring`: its GroupRing.
+  template <typename Ring>
+  __device__ __forceinline__ void group_stages_tf32(int64_t stages,
+                                                    Ring& ring, int warp,
+                                                    int lane) {
+    if (stages <= 0) return;
+    Tf32Operands ops[2];
+    float fresh[2][kTiles][4];
+    int slot[2];
+    for (int64_t i = 0;; i += 2) {
+      slot[0] = ring.acquire();
+      issue_tf32(ops[0], fresh[0], ring.address(slot[0]), warp, lane,
+                 ring.group);
+      if (i > 0) retire_tf32<1>(fresh[1]), ring.release(slot[1]);
+      if (i + 1 == stages) {
+        retire_tf32<0>(fresh[0]), ring.release(slot[0]);
+        return;
+      }
+      slot[1] = ring.acquire();
+      issue_tf32(ops[1], fresh[1], ring.address(slot[1]), warp, lane,
+                 ring.group);
+      retire_tf32<1>(fresh[0]), ring.release(slot[0]);
+      if (i + 2 == stages) {
+        retire_tf32<0>(fresh[1]), ring.release(slot[1]);
+        return;
+      }
     }
-#endif
-    stage<TileRows>(ring_slot, x, warp, lane);
   }
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // float32 by warp group: small x big + big x small + big x big as in
-  // MmaStep<float>. The group splits the stage's x tile, its big parts in
-  // place and its remainders into the group's buffer, where wgmma reads
-  // them; the weight's parts are split in registers, wgmma's A operand.
-  __device__ __forceinline__ void group_stage_tf32(uint32_t ring_slot,
-                                                   const TileRows& x, int warp,
-                                                   int lane, int group) {
-    constexpr int kChunks = kRows * kStageBytes / 16;
-    for (int chunk = warp * 32 + lane; chunk < kChunks;
-         chunk += kGroupWarps * 32) {
-      const uint4 v = ptx::ld_shared_v4(x.base + chunk * 16);
-      const Tf32Split s0 = split_tf32(v.x), s1 = split_tf32(v.y);
-      const Tf32Split s2 = split_tf32(v.z), s3 = split_tf32(v.w);
-      ptx::st_shared_v4(x.base + chunk * 16,
-                        make_uint4(s0.big, s1.big, s2.big, s3.big));
-      ptx::st_shared_v4(x.remainders + chunk * 16,
-                        make_uint4(s0.small, s1.small, s2.small, s3.small));
-    }
-    ptx::fence_proxy_async_shared();
-    constexpr int kSteps = kStageBytes / 32;
+  // The weight's TF32 parts of one stage: wgmma's A operand, held in
+  // registers until the stage's multiplies are done.
+  struct Tf32Operands {
+    static constexpr int kSteps = kStageBytes / 32;
     uint32_t big[kSteps][4], small[kSteps][4];
+  };
+
+  // Splits the stage in slot `w` and starts its 12 multiplies into `sum`.
+  // The weight's parts go to registers; then, the weight tile read by every
+  // warp of the group, x's tile splits in the slot: its big parts in place,
+  // its remainders over the weight tile, both read by descriptor.
+  __device__ __forceinline__ void issue_tf32(Tf32Operands& a,
+                                             float (&sum)[kTiles][4],
+                                             uint32_t w, int warp, int lane,
+                                             int group) {
+    constexpr int kSteps = Tf32Operands::kSteps;
     const int m = lane / 8;
     const int row = warp * 16 + (m & 1) * 8 + (lane & 7);
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {
-      uint32_t a[4];
-      ptx::ldmatrix_x4(a, ring_slot + swizzled(row, 2 * s + (m >> 1)));
+      uint32_t v[4];
+      ptx::ldmatrix_x4(v, w + swizzled(row, 2 * s + (m >> 1)));
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const Tf32Split split = split_tf32(a[i]);
-        big[s][i] = split.big, small[s][i] = split.small;
+        const Tf32Split split = split_tf32(v[i]);
+        a.big[s][i] = split.big, a.small[s][i] = split.small;
       }
     }
-    // Every remainder of the group written before its multiplies read them.
     ptx::named_barrier_sync(2 + group, kGroupWarps * 32);
-    const uint64_t b = ptx::wgmma_desc_sw128(x.base);
-    const uint64_t b_small = ptx::wgmma_desc_sw128(x.remainders);
-    // A stage's sums are fresh (see stage below); the three products of a
-    // step go to one sum, which the tensor cores chain without a wait.
-    float sum[kTiles][4] = {};
-    ptx::wgmma_fence();
+    const uint32_t x = w + kStageTileBytes;
+    const uint32_t remainders = w;
+    constexpr int kChunks = kRows * kStageBytes / 16;
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      ptx::wgmma_rs_tf32(sum, small[s], b + 2 * s);
-      ptx::wgmma_rs_tf32(sum, big[s], b_small + 2 * s);
-      ptx::wgmma_rs_tf32(sum, big[s], b + 2 * s);
+    for (int chunk = warp * 32 + lane; chunk < kChunks;
+         chunk += kGroupWarps * 32) {
+      const uint4 v = ptx::ld_shared_v4(x + chunk * 16);
+      const Tf32Split s0 = split_tf32(v.x), s1 = split_tf32(v.y);
+      const Tf32Split s2 = split_tf32(v.z), s3 = split_tf32(v.w);
+      ptx::st_shared_v4(x + chunk * 16,
+                        make_uint4(s0.big, s1.big, s2.big, s3.big));
+      ptx::st_shared_v4(remainders + chunk * 16,
+                        make_uint4(s0.small, s1.small, s2.small, s3.small));
+    }
+    ptx::fence_proxy_async_shared();
+    ptx::named_barrier_sync(2 + group, kGroupWarps * 32);
+    const uint64_t b = ptx::wgmma_desc_sw128(x);
+    const uint64_t b_small = ptx::wgmma_desc_sw128(remainders);
+    // The three products of a step go to one sum, which the tensor cores
+    // chain without a wait; a stage's sum starts fresh (see stage below).
+    ptx::wgmma_fence();
+    ptx::wgmma_rs_tf32<false>(sum, a.small[0], b);
+    ptx::wgmma_rs_tf32<true>(sum, a.big[0], b_small);
+    ptx::wgmma_rs_tf32<true>(sum, a.big[0], b);
+#pragma unroll
+    for (int s = 1; s < kSteps; ++s) {
+      ptx::wgmma_rs_tf32<true>(sum, a.small[s], b + 2 * s);
+      ptx::wgmma_rs_tf32<true>(sum, a.big[s], b_small + 2 * s);
+      ptx::wgmma_rs_tf32<true>(sum, a.big[s], b + 2 * s);
     }
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
+  }
+
+  // Waits until at most kPending stages' multiplies run (the older one done)
+  // and adds its sum to the total.
+  template <int kPending>
+  __device__ __forceinline__ void retire_tf32(float (&sum)[kTiles][4]) {
+    ptx::wgmma_wait<kPending>();
     ptx::wgmma_settle(sum);
 #pragma unroll
     for (int n = 0; n < kTiles; ++n) {
@@ -321,6 +359,7 @@ struct SimtMath {
   using acc_t = typename AccType<T>::type;
   using V = Vec16<T>;
   static constexpr int kRowsPerLane = 4;
+  static constexpr bool kByWarpGroup = false;
   acc_t acc[kRowsPerLane][kRows] = {};
 
   // slab points at the stage's first column.
@@ -370,6 +409,41 @@ struct SimtMath {
   }
 };
 
+// A consumer group's walk through the ring: group g takes stages g, g +
+// groups, ...; with a ring of a multiple of `groups` slots (or one that holds
+// every stage, plan_stream) a slot always serves the same group, so its
+// phases are waited for in order. Slot and lap advance by counting (the
+// ring's depth is a runtime value, and a division by it would cost more
+// than a stage's math).
+struct GroupRing {
+  unsigned char* ring;
+  int slot_size;
+  uint64_t* full;
+  uint64_t* empty;
+  int ring_stages;
+  int groups;
+  int group;
+  int lane;
+  int slot = group % ring_stages;
+  uint32_t lap = group / ring_stages;
+
+  // Waits for the group's next stage; returns its slot.
+  __device__ __forceinline__ int acquire() {
+    ptx::mbarrier_wait(&full[slot], lap & 1);
+    const int taken = slot;
+    for (slot += groups; slot >= ring_stages;) slot -= ring_stages, ++lap;
+    return taken;
+  }
+  __device__ __forceinline__ uint32_t address(int taken) const {
+    return ptx::smem_addr(ring + taken * slot_size);
+  }
+  // Hands a slot back to the producer once the warp is done with it.
+  __device__ __forceinline__ void release(int taken) const {
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(&empty[taken]);
+  }
+};
+
 template <typename T, int kRows>
 using Math = std::conditional_t<uses_tensor_cores(sizeof(T), kRows),
                                 MmaMath<T, kRows>, SimtMath<T, kRows>>;
@@ -377,7 +451,7 @@ using Math = std::conditional_t<uses_tensor_cores(sizeof(T), kRows),
 template <typename T, int kRows>
 __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
                                                                 kRows)),
-                                  blocks_per_multiprocessor(kRows))
+                                  blocks_per_multiprocessor(sizeof(T), kRows))
     gather_linear_stream_kernel(const __grid_constant__ CUtensorMap weight_map,
                                 const __grid_constant__ CUtensorMap x_map,
                                 const GatherLinearParams<T> p, const Layout l) {
@@ -497,24 +571,28 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       ptx::cp_async_wait_all();
       ptx::named_barrier_sync(1, kConsumerWarps * 32);
     }
-    // Group g takes stages g, g + kGroups, ...: with a ring of a multiple
-    // of kGroups slots (or one that holds every stage, plan_stream) a slot
-    // always serves the same group, so its phases are waited for in order.
-    int slot = group % l.ring_stages;
-    uint32_t lap = group / l.ring_stages;
-    for (int64_t i = group; i < stages; i += kGroups) {
-      ptx::mbarrier_wait(&full[slot], lap & 1);
+    GroupRing ring_walk{ring, slot_size, full, empty, l.ring_stages,
+                        kGroups, group, lane};
+    const int64_t group_stages =
+        stages > group ? (stages - group + kGroups - 1) / kGroups : 0;
+    bool streamed = false;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if constexpr (Math<T, kRows>::kByWarpGroup) {
+      if (x_in_ring) {
+        math.group_stages_tf32(group_stages, ring_walk, group_warp, lane);
+        streamed = true;
+      }
+    }
+#endif
+    for (int64_t n = 0; !streamed && n < group_stages; ++n) {
+      const int slot = ring_walk.acquire();
       const unsigned char* tile = ring + slot * slot_size;
       if constexpr (kTensorCores) {
         const uint32_t w = ptx::smem_addr(tile);
         if (x_in_ring) {
-          // float32's remainders: the group's half of the partial sums,
-          // unused until the consumers are done.
-          const TileRows x{
-              w + kStageTileBytes,
-              ptx::smem_addr(partial) + group * kRows * kStageBytes};
-          math.stage(w, x, group_warp, lane, group);
+          math.stage(w, TileRows{w + kStageTileBytes}, group_warp, lane);
         } else {
+          const int64_t i = group + n * kGroups;
           const auto pitch = static_cast<uint32_t>(l.slab_pitch * sizeof(T));
           math.stage(w,
                      SlabRows{ptx::smem_addr(slab) +
@@ -523,21 +601,14 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
                      group_warp, lane);
         }
       } else {
-        math.stage(tile, slab + i * kStageC, l.slab_pitch, group_warp, lane);
+        math.stage(tile, slab + (group + n * kGroups) * kStageC, l.slab_pitch,
+                   group_warp, lane);
       }
-      __syncwarp();
-      if (lane == 0) ptx::mbarrier_arrive(&empty[slot]);
-      for (slot += kGroups; slot >= l.ring_stages;) {
-        slot -= l.ring_stages, ++lap;
-      }
+      ring_walk.release(slot);
     }
   }
   // The groups' sums meet in a fixed order: the last group writes, the
-  // others add theirs, last to first; block barriers between them (and
-  // before them, where float32's remainders took the sums' place).
-  if constexpr (uses_tensor_cores(sizeof(T), kRows)) {
-    if (MmaMath<T, kRows>::kByWarpGroup && x_in_ring) __syncthreads();
-  }
+  // others add theirs, last to first, block barriers between them.
   for (int g = kGroups - 1; g >= 0; --g) {
     if (warp < kConsumerWarps && group == g) {
       math.store(partial, group_warp, lane, g != kGroups - 1);

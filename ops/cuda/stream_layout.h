@@ -38,8 +38,11 @@ constexpr int slot_bytes(int rows, bool x_in_ring) {
 }
 /// Blocks a multiprocessor holds at once as far as registers go (the
 /// kernel's launch bounds): blocks of 32 rows take over half the register
-/// file.
-constexpr int blocks_per_multiprocessor(int rows) { return rows < 32 ? 2 : 1; }
+/// file, and so do float32's blocks of 16, which hold two stages' weight
+/// operands in registers (stream_kernel.cuh, MmaMath::group_stages_tf32).
+constexpr int blocks_per_multiprocessor(int element_size, int rows) {
+  return rows >= 32 || (element_size == 4 && rows >= 16) ? 1 : 2;
+}
 constexpr int kIssueGroup = 2;        // stages the producer issues back to back
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
