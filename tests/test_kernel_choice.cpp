@@ -369,6 +369,23 @@ TEST(KernelChoice, StreamCarriesXInTheRingWhereTheCopyEngineReadsIt) {
   EXPECT_TRUE(plan_stream(h200(32, 16, 128, 4096, 2))->x_in_ring);
 }
 
+TEST(KernelChoice, StreamRingsShareAMultiprocessorOnlyWhereRegistersDo) {
+  // 512 column tiles: more blocks than multiprocessors. float32's warp-group
+  // blocks of 16 rows hold two stages' operands in registers, one block a
+  // multiprocessor, so each block's ring takes the whole shared memory; the
+  // 16-bit blocks of 16 rows run two a multiprocessor on half of it each.
+  EXPECT_EQ(stream::blocks_per_multiprocessor(4, 16), 1);
+  EXPECT_EQ(stream::blocks_per_multiprocessor(2, 16), 2);
+  EXPECT_EQ(stream::blocks_per_multiprocessor(4, 8), 2);
+  const Problem p = h200(32, 16, 128, 32768, 4);
+  const auto fp32 = plan_stream(p);
+  const auto bf16 = plan_stream(h200(32, 16, 128, 32768, 2));
+  ASSERT_TRUE(fp32.has_value() && bf16.has_value());
+  EXPECT_GT(fp32->smem_bytes, p.max_smem_per_block / 2);
+  EXPECT_LT(bf16->smem_bytes, p.max_smem_per_block / 2);
+  EXPECT_GT(fp32->ring_stages, bf16->ring_stages);
+}
+
 TEST(KernelChoice, SplitsTheContractionWhenColumnsAreFew) {
   // 64 column tiles fill half the H200: the contraction is split to fill it.
   const auto plan = plan_stream(h200(32, 16, 128, 4096, 2));

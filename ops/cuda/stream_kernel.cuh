@@ -117,6 +117,40 @@ inline constexpr bool kGroupMma = true;
 inline constexpr bool kGroupMma = false;
 #endif
 
+// A consumer group's walk through the ring: group g takes stages g, g +
+// groups, ...; with a ring of a multiple of `groups` slots (or one that holds
+// every stage, plan_stream) a slot always serves the same group, so its
+// phases are waited for in order. Slot and lap advance by counting, as the
+// producer's do.
+struct GroupRing {
+  unsigned char* ring;
+  int slot_size;
+  uint64_t* full;
+  uint64_t* empty;
+  int ring_stages;
+  int groups;
+  int group;
+  int lane;
+  int slot = group % ring_stages;
+  uint32_t lap = group / ring_stages;
+
+  // Waits for the group's next stage; returns its slot.
+  __device__ __forceinline__ int acquire() {
+    ptx::mbarrier_wait(&full[slot], lap & 1);
+    const int taken = slot;
+    for (slot += groups; slot >= ring_stages;) slot -= ring_stages, ++lap;
+    return taken;
+  }
+  __device__ __forceinline__ uint32_t address(int taken) const {
+    return ptx::smem_addr(ring + taken * slot_size);
+  }
+  // Hands a slot back to the producer once the warp is done with it.
+  __device__ __forceinline__ void release(int taken) const {
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(&empty[taken]);
+  }
+};
+
 // One 32-byte step along c of a 16-row weight fragment `a` times an 8-row x
 // fragment (b0, b1): m16n8k16 for float16/bfloat16, three m16n8k8 TF32
 // products for float32.
@@ -162,10 +196,10 @@ template <typename T, int kRows>
 struct MmaMath {
   static constexpr int kTiles = kRows / 8;
   static_assert(kRows == 8 || kRows == 16 || kRows == 32, "1, 2 or 4 n8 tiles");
-  // float32 blocks of 16 and 32 rows multiply by warp group where x rides in
-  // the ring (the instances measured and tested, bench/NOTES.md v29).
+  // float32 blocks of kWarpGroupTf32Rows and more multiply by warp group
+  // where x rides in the ring.
   static constexpr bool kByWarpGroup =
-      kGroupMma && std::is_same_v<T, float> && kRows >= 16;
+      kGroupMma && std::is_same_v<T, float> && kRows >= kWarpGroupTf32Rows;
   float acc[kTiles][4] = {};
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -178,11 +212,9 @@ struct MmaMath {
   // cores multiply the last one, whose slot it releases once that stage's
   // sum is added. The 16-bit types multiply by mma.sync, which streamed as
   // fast (bench/NOTES.md v29).
-  //
-  // `stages`: the group's; `ring`: its GroupRing.
-  template <typename Ring>
+  // `stages`: the group's.
   __device__ __forceinline__ void group_stages_tf32(int64_t stages,
-                                                    Ring& ring, int warp,
+                                                    GroupRing& ring, int warp,
                                                     int lane) {
     if (stages <= 0) return;
     Tf32Operands ops[2];
@@ -409,41 +441,6 @@ struct SimtMath {
   }
 };
 
-// A consumer group's walk through the ring: group g takes stages g, g +
-// groups, ...; with a ring of a multiple of `groups` slots (or one that holds
-// every stage, plan_stream) a slot always serves the same group, so its
-// phases are waited for in order. Slot and lap advance by counting (the
-// ring's depth is a runtime value, and a division by it would cost more
-// than a stage's math).
-struct GroupRing {
-  unsigned char* ring;
-  int slot_size;
-  uint64_t* full;
-  uint64_t* empty;
-  int ring_stages;
-  int groups;
-  int group;
-  int lane;
-  int slot = group % ring_stages;
-  uint32_t lap = group / ring_stages;
-
-  // Waits for the group's next stage; returns its slot.
-  __device__ __forceinline__ int acquire() {
-    ptx::mbarrier_wait(&full[slot], lap & 1);
-    const int taken = slot;
-    for (slot += groups; slot >= ring_stages;) slot -= ring_stages, ++lap;
-    return taken;
-  }
-  __device__ __forceinline__ uint32_t address(int taken) const {
-    return ptx::smem_addr(ring + taken * slot_size);
-  }
-  // Hands a slot back to the producer once the warp is done with it.
-  __device__ __forceinline__ void release(int taken) const {
-    __syncwarp();
-    if (lane == 0) ptx::mbarrier_arrive(&empty[taken]);
-  }
-};
-
 template <typename T, int kRows>
 using Math = std::conditional_t<uses_tensor_cores(sizeof(T), kRows),
                                 MmaMath<T, kRows>, SimtMath<T, kRows>>;
@@ -585,6 +582,7 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
     }
 #endif
     for (int64_t n = 0; !streamed && n < group_stages; ++n) {
+      const int64_t i = group + n * kGroups;
       const int slot = ring_walk.acquire();
       const unsigned char* tile = ring + slot * slot_size;
       if constexpr (kTensorCores) {
@@ -592,7 +590,6 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
         if (x_in_ring) {
           math.stage(w, TileRows{w + kStageTileBytes}, group_warp, lane);
         } else {
-          const int64_t i = group + n * kGroups;
           const auto pitch = static_cast<uint32_t>(l.slab_pitch * sizeof(T));
           math.stage(w,
                      SlabRows{ptx::smem_addr(slab) +
@@ -601,8 +598,7 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
                      group_warp, lane);
         }
       } else {
-        math.stage(tile, slab + (group + n * kGroups) * kStageC, l.slab_pitch,
-                   group_warp, lane);
+        math.stage(tile, slab + i * kStageC, l.slab_pitch, group_warp, lane);
       }
       ring_walk.release(slot);
     }

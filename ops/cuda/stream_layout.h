@@ -36,12 +36,17 @@ constexpr int kStageTileBytes = kCols * kStageBytes;
 constexpr int slot_bytes(int rows, bool x_in_ring) {
   return kStageTileBytes + (x_in_ring ? rows * kStageBytes : 0);
 }
+/// float32 blocks of at least this many rows multiply by warp group where
+/// x rides in the ring (stream_kernel.cuh, MmaMath::group_stages_tf32);
+/// blocks of 8 streamed faster by mma.sync (bench/NOTES.md v30).
+constexpr int kWarpGroupTf32Rows = 16;
 /// Blocks a multiprocessor holds at once as far as registers go (the
 /// kernel's launch bounds): blocks of 32 rows take over half the register
-/// file, and so do float32's blocks of 16, which hold two stages' weight
-/// operands in registers (stream_kernel.cuh, MmaMath::group_stages_tf32).
+/// file, and so do float32's warp-group blocks, which hold two stages' weight
+/// operands in registers.
 constexpr int blocks_per_multiprocessor(int element_size, int rows) {
-  return rows >= 32 || (element_size == 4 && rows >= 16) ? 1 : 2;
+  return rows >= 32 || (element_size == 4 && rows >= kWarpGroupTf32Rows) ? 1
+                                                                          : 2;
 }
 constexpr int kIssueGroup = 2;        // stages the producer issues back to back
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
