@@ -47,6 +47,11 @@ TEST(KernelChoice, SmallProblemsTakeTheWarpDotKernel) {
   EXPECT_EQ(choose_route(h200(32, 1, 128, 4096, 4)), Route::kWarpDot);
   EXPECT_EQ(choose_route(h200(128, 1, 128, 4096, 4)), Route::kWarpDot);
   EXPECT_EQ(choose_route(h200(64, 2, 128, 4096, 4)), Route::kStream);
+  // float32's two rows to 16 MiB; four rows stream past 4 MiB read.
+  EXPECT_EQ(choose_route(h200(16, 2, 128, 1024, 4)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(16, 2, 128, 2048, 4)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(32, 2, 128, 2048, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(16, 4, 128, 1024, 4)), Route::kStream);
   // ... but a short contraction over many columns streams (up to 16 rows).
   EXPECT_EQ(choose_route(h200(2, 1, 64, 16384, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(2, 16, 64, 16384, 4)), Route::kStream);
@@ -150,6 +155,27 @@ TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
   EXPECT_TRUE(plan_warp_mma(ampere).has_value());
   ampere.arch = 75;
   EXPECT_FALSE(plan_warp_mma(ampere).has_value());
+}
+
+TEST(KernelChoice, FloatInOneTileTakesTheWarpMmaKernelBut64MiB) {
+  // 5 to 8 rows from 2 MiB of weight, to 256 MiB and past, but 64 MiB
+  // (#10's shape) streams; fewer rows and less weight stay with the
+  // warp-dot kernel, and under TF32 the table is the streaming kernel's.
+  for (int64_t B : {5, 6, 8}) {
+    SCOPED_TRACE(::testing::Message() << "B " << B);
+    EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 2048, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(64, B, 128, 4096, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(4, B, 64, 1024, 4)), Route::kWarpDot);
+    auto tf32 = h200(64, B, 128, 4096, 4);
+    tf32.tf32_allowed = true;
+    EXPECT_EQ(choose_route(tf32), Route::kStream);
+  }
+  EXPECT_EQ(choose_route(h200(8, 4, 64, 1024, 4)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200(8, 9, 64, 1024, 4)), Route::kStream);
 }
 
 TEST(KernelChoice, FloatPastSixteenRowsTakesTheWarpMmaKernel) {

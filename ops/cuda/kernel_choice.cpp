@@ -64,6 +64,10 @@ constexpr int64_t kWarpDotWarpsPerSm = 16;
 constexpr int64_t kWarpDotMaxReadHalf = int64_t{2} << 20;
 constexpr int64_t kWarpDotMaxWarpsHalf = 2048;
 constexpr int64_t kWarpDotMaxReadFloat = int64_t{4} << 20;
+// float32's two rows (the instance with four loads in flight a lane) won
+// to 16 MiB ("v30": 16,2,128,1024 4.84 against the streaming kernel's 6.77
+// us, 16,2,128,2048 7.40 against 7.86; 32 MiB tied).
+constexpr int64_t kWarpDotMaxReadFloatTwoRows = int64_t{16} << 20;
 constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // Where the warp-mma kernel beat every other route on the H200 (bench/NOTES.md,
 // "v16"), 16-bit types: from 1024 output columns (fewer leave too few
@@ -93,6 +97,16 @@ constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
 constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
 constexpr int64_t kWarpMmaLongContraction = 4096;
 constexpr int64_t kStreamOverWarpMmaWeightFloat = int64_t{32} << 20;
+// float32 in one n-tile (5 to 8 rows), since the streaming kernel's float32
+// blocks of 8 multiply by mma.sync again ("v30"): the warp-mma kernel beat
+// the streaming and warp-dot kernels from 2 to 256 MiB (8,6-8,64,1024 3.4
+// against 4.0 us; 32,6-8,128,2048 14.3-14.6 against 15.4; 64,6-8,128,8192
+// 75.5-76.4 against 79.6) but at 64 MiB, where the streaming kernel kept
+// #10's shape (32,5-8,128,4096 21.6-21.8 against 22.4-22.6 us). Below 2 MiB
+// it was not measured: the warp-dot kernel keeps it.
+constexpr int64_t kMinWarpMmaOneTileWeightFloat = int64_t{2} << 20;
+constexpr int64_t kStreamOneTileWeightFloat = int64_t{64} << 20;
+constexpr int64_t kStreamOneTileWeightFloatEnd = int64_t{128} << 20;
 // The warp-mma kernel's layout (bench/NOTES.md, "v19"): blocks of at least
 // kWarpMmaWideBlock threads where that leaves a block a multiprocessor
 // (64,1,128,8192 bfloat16 37.0 -> 32.8 us); the first step's weight
@@ -219,7 +233,8 @@ bool warp_dot_wins(const Problem& p) {
              p.K * row_tiles <= kWarpDotMaxWarpsHalf;
     case 4:
       return read <= kWarpDotMaxReadFloat ||
-             (p.B == 1 && p.R * p.H >= kShortContraction);
+             (p.B <= 2 && p.R * p.H >= kShortContraction &&
+              (p.B == 1 || read <= kWarpDotMaxReadFloatTwoRows));
     default:
       return read <= kWarpDotMaxReadDouble;
   }
@@ -233,9 +248,16 @@ bool warp_mma_wins(const Problem& p) {
       int64_t{warp_mma::kRowsPerTile} * warp_mma::kMaxRowTiles;
   if (p.element_size == 4) {
     // Under TF32 cuBLAS takes one pass, this kernel still three.
-    if (p.tf32_allowed || p.B <= rows_per_pass || p.B > kMaxWarpMmaRowsFloat ||
-        weight > kWarpMmaMaxWeightFloat ||
-        p.R * p.H < kMinWarpMmaContractionFloat) {
+    if (p.tf32_allowed || p.R * p.H < kMinWarpMmaContractionFloat) {
+      return false;
+    }
+    if (p.B > warp_mma::kRowsPerTile / 2 && p.B <= warp_mma::kRowsPerTile) {
+      return weight >= kMinWarpMmaOneTileWeightFloat &&
+             (weight < kStreamOneTileWeightFloat ||
+              weight >= kStreamOneTileWeightFloatEnd);
+    }
+    if (p.B <= rows_per_pass || p.B > kMaxWarpMmaRowsFloat ||
+        weight > kWarpMmaMaxWeightFloat) {
       return false;
     }
     if (p.B <= kMaxStreamRowsFloat && weight >= kStreamOverWarpMmaWeightFloat) {
