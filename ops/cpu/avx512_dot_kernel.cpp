@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 
 // Only this file's kernels use AVX-512; they run after a runtime check, so the
 // library itself still loads on any x86-64 CPU.
@@ -114,6 +115,20 @@ struct Lanes<c10::BFloat16> : Float32Acc {
 
 constexpr int kTile = 4;  // output features and rows of B per tile
 
+// Keeps a loaded vector in a register: in tiles of fewer than 4 rows of x
+// GCC folds the weight's loads into the multiply-adds as memory operands,
+// loading each weight vector once per row, and the loads then set the pace
+// (bench/NOTES.md, c13).
+template <typename V>
+FGL_AVX512 inline void in_register(V& v) {
+  asm("" : "+v"(v));
+}
+// Where that folding costs: float32 and float64 (bfloat16's folded loads ran
+// faster; float16 widens every load in a register anyway).
+template <typename T>
+constexpr bool kFoldsWeightLoads =
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
+
 // out[b0 .. b0+kB, k0 .. k0+kK]: kK x kB vector accumulators, each
 // the dot product of one weight row and one gathered x row, kept in 16
 // lanes until the end. Whole vectors first, then the h tails of all slices
@@ -135,8 +150,10 @@ FGL_AVX512 void tile(const GatherLinearParams<T>& p, int64_t k0, int64_t b0) {
     const T* x_r = x + r * p.x_stride_r;
     for (int64_t h = 0; h < whole; h += L::kValues) {
       typename L::Vec wv[kK], xv[kB];
-      for (int i = 0; i < kK; ++i)
+      for (int i = 0; i < kK; ++i) {
         wv[i] = L::load(w_r + i * p.weight_stride_k + h);
+        if constexpr (kB < kTile && kFoldsWeightLoads<T>) in_register(wv[i]);
+      }
       for (int j = 0; j < kB; ++j) xv[j] = L::load(x_r + j * p.x_stride_b + h);
       for (int i = 0; i < kK; ++i) {
         for (int j = 0; j < kB; ++j)
