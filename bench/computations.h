@@ -19,6 +19,8 @@ enum class Computation {
 };
 inline constexpr std::array<Computation, 3> kComputations = {
     Computation::kFused, Computation::kCatLinear, Computation::kPermuteLinear};
+/// Their places in kComputations (and in the arrays kept in its order).
+inline constexpr size_t kFusedIndex = 0, kCatIndex = 1, kPermuteIndex = 2;
 
 /// Short name: "fgl", "cat_linear", "permute_linear" (used as JSON keys).
 const char* computation_name(Computation c);

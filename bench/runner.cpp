@@ -41,9 +41,12 @@ CaseResult run_case(const Case& c, const c10::Device& device,
       calls.emplace_back(
           [&in, computation] { run_computation(computation, in); });
     }
-    const auto stats =
+    const auto turns =
         timing::time_calls_in_turns(calls, config.warmup, config.replays);
+    const auto stats = turns.stats();
     std::copy(stats.begin(), stats.end(), result.latency.begin());
+    result.paired_speedup = timing::median_ratio(turns.samples_us[kCatIndex],
+                                                 turns.samples_us[kFusedIndex]);
   } else {
 #ifdef FGL_BENCH_CUDA
     std::vector<Inputs> sets = {random_inputs(c, device)};

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 
 #include "cases.h"
 #include "computations.h"
@@ -33,6 +34,10 @@ struct CaseResult {
   std::array<double, kComputations.size()> rel_error{};  // kComputations order
   int64_t copies = 1;           // operand sets rotated through
   int64_t calls_per_graph = 0;  // 0 on the CPU
+  // The CPU's calls timed in turns: cat + Linear's time over fgl's, the
+  // median over rounds (timing::median_ratio). NaN on a GPU, whose
+  // computations are timed one graph after another.
+  double paired_speedup = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Times and checks every computation of `c` on `device` (CPU or an indexed

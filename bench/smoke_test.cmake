@@ -27,7 +27,8 @@ set(keys device device_name timing tf32 R B H K shape dtype bytes flops
     fgl_us fgl_p10_us fgl_p90_us fgl_rel_err
     cat_linear_us cat_linear_p10_us cat_linear_p90_us cat_linear_rel_err
     permute_linear_us permute_linear_p10_us permute_linear_p90_us
-    permute_linear_rel_err samples speedup fgl_tbps fgl_tflops copies
+    permute_linear_rel_err samples speedup speedup_paired fgl_tbps fgl_tflops
+    copies
     calls_per_graph)
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
@@ -40,8 +41,10 @@ foreach(i RANGE ${last})
   string(JSON device GET "${json}" ${i} device)
   string(JSON err GET "${json}" ${i} fgl_rel_err)
   string(JSON us GET "${json}" ${i} fgl_us)
-  if(NOT device STREQUAL "cpu" OR NOT us GREATER 0)
-    message(FATAL_ERROR "record ${i}: device ${device}, fgl_us ${us}")
+  string(JSON paired GET "${json}" ${i} speedup_paired)
+  if(NOT device STREQUAL "cpu" OR NOT us GREATER 0 OR NOT paired GREATER 0)
+    message(FATAL_ERROR
+            "record ${i}: device ${device}, fgl_us ${us}, paired ${paired}")
   endif()
   # Accuracy is a number well below 1 (bfloat16 is about 1e-3).
   if(NOT err LESS 0.05)

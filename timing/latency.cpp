@@ -65,24 +65,31 @@ LatencyStats time_calls(const std::function<void()>& fn,
   return summarize(std::move(samples_us));
 }
 
-std::vector<LatencyStats> time_calls_in_turns(
-    const std::vector<std::function<void()>>& fns, int warmup, int iters) {
+std::vector<LatencyStats> Turns::stats() const {
+  std::vector<LatencyStats> stats;
+  stats.reserve(samples_us.size());
+  for (const auto& s : samples_us) stats.push_back(summarize(s));
+  return stats;
+}
+
+Turns time_calls_in_turns(const std::vector<std::function<void()>>& fns,
+                          int warmup, int iters) {
   const size_t n = fns.size();
   for (int i = 0; i < warmup; ++i) {
     for (const auto& fn : fns) fn();
   }
-  std::vector<std::vector<double>> samples_us(n);
-  for (auto& s : samples_us) s.reserve(static_cast<size_t>(std::max(iters, 0)));
+  Turns turns;
+  turns.samples_us.resize(n);
+  for (auto& s : turns.samples_us) {
+    s.reserve(static_cast<size_t>(std::max(iters, 0)));
+  }
   for (int i = 0; i < iters; ++i) {
     for (size_t j = 0; j < n; ++j) {
       const size_t k = (static_cast<size_t>(i) + j) % n;
-      samples_us[k].push_back(steady_clock_us(fns[k]));
+      turns.samples_us[k].push_back(steady_clock_us(fns[k]));
     }
   }
-  std::vector<LatencyStats> stats;
-  stats.reserve(n);
-  for (auto& s : samples_us) stats.push_back(summarize(std::move(s)));
-  return stats;
+  return turns;
 }
 
 }  // namespace fgl::timing

@@ -20,13 +20,22 @@ LatencyStats time_calls(const std::function<void()>& fn,
                         const c10::Device& device, int warmup, int iters,
                         const std::function<void(int)>& after_call = {});
 
+/// Per-call samples of computations timed in turns: samples_us[f][i] is
+/// fns[f]'s call in round i.
+struct Turns {
+  std::vector<std::vector<double>> samples_us;
+  /// One LatencyStats per fn.
+  std::vector<LatencyStats> stats() const;
+};
+
 /// Times several CPU computations call by call in turns: after `warmup`
 /// untimed rounds, `iters` rounds each calling every fn once, round i
 /// starting with fns[i % fns.size()] (so no fn always follows the same one).
 /// A machine that slows down or speeds up during the run (clocks, other
 /// load) then shifts every computation alike, and their ratios hold where
-/// timing them one after another would not. One LatencyStats per fn.
-std::vector<LatencyStats> time_calls_in_turns(
-    const std::vector<std::function<void()>>& fns, int warmup, int iters);
+/// timing them one after another would not; median_ratio compares two of
+/// them round by round.
+Turns time_calls_in_turns(const std::vector<std::function<void()>>& fns,
+                          int warmup, int iters);
 
 }  // namespace fgl::timing

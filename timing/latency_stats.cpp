@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace fgl::timing {
@@ -28,6 +29,17 @@ LatencyStats summarize(std::vector<double> samples_us) {
 
 double spread(const LatencyStats& s) {
   return s.p50_us > 0 ? (s.p90_us - s.p10_us) / s.p50_us : 0;
+}
+
+double median_ratio(const std::vector<double>& numerators,
+                    const std::vector<double>& denominators) {
+  std::vector<double> ratios;
+  const size_t n = std::min(numerators.size(), denominators.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (denominators[i] > 0) ratios.push_back(numerators[i] / denominators[i]);
+  }
+  return ratios.empty() ? std::numeric_limits<double>::quiet_NaN()
+                        : summarize(std::move(ratios)).p50_us;
 }
 
 }  // namespace fgl::timing

@@ -30,4 +30,12 @@ LatencyStats summarize(std::vector<double> samples_us);
 /// the median (0 for no samples).
 double spread(const LatencyStats& s);
 
+/// The median (nearest rank, as summarize's) of numerators[i] /
+/// denominators[i] over the pairs with a positive denominator: two
+/// computations compared call by call, each pair timed back to back, so
+/// that what slows the machine for a while slows both sides of a pair.
+/// NaN where no pair counts.
+double median_ratio(const std::vector<double>& numerators,
+                    const std::vector<double>& denominators);
+
 }  // namespace fgl::timing

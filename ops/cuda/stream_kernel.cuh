@@ -568,8 +568,8 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       ptx::cp_async_wait_all();
       ptx::named_barrier_sync(1, kConsumerWarps * 32);
     }
-    GroupRing ring_walk{ring, slot_size, full, empty, l.ring_stages,
-                        kGroups, group, lane};
+    GroupRing ring_walk{ring,          slot_size, full,  empty,
+                        l.ring_stages, kGroups,   group, lane};
     const int64_t group_stages =
         stages > group ? (stages - group + kGroups - 1) / kGroups : 0;
     bool streamed = false;

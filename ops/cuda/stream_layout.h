@@ -46,7 +46,7 @@ constexpr int kWarpGroupTf32Rows = 16;
 /// operands in registers.
 constexpr int blocks_per_multiprocessor(int element_size, int rows) {
   return rows >= 32 || (element_size == 4 && rows >= kWarpGroupTf32Rows) ? 1
-                                                                          : 2;
+                                                                         : 2;
 }
 constexpr int kIssueGroup = 2;        // stages the producer issues back to back
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
