@@ -224,19 +224,13 @@ struct MmaMath {
       slot[0] = ring.acquire();
       issue_tf32(ops[0], fresh[0], ring.address(slot[0]), warp, lane,
                  ring.group);
-      if (i > 0) retire_tf32<1>(fresh[1]), ring.release(slot[1]);
-      if (i + 1 == stages) {
-        retire_tf32<0>(fresh[0]), ring.release(slot[0]);
-        return;
-      }
+      if (i > 0) retire_tf32<1>(fresh[1], ring, slot[1]);
+      if (i + 1 == stages) return retire_tf32<0>(fresh[0], ring, slot[0]);
       slot[1] = ring.acquire();
       issue_tf32(ops[1], fresh[1], ring.address(slot[1]), warp, lane,
                  ring.group);
-      retire_tf32<1>(fresh[0]), ring.release(slot[0]);
-      if (i + 2 == stages) {
-        retire_tf32<0>(fresh[1]), ring.release(slot[1]);
-        return;
-      }
+      retire_tf32<1>(fresh[0], ring, slot[0]);
+      if (i + 2 == stages) return retire_tf32<0>(fresh[1], ring, slot[1]);
     }
   }
 
@@ -302,10 +296,11 @@ struct MmaMath {
     ptx::wgmma_commit();
   }
 
-  // Waits until at most kPending stages' multiplies run (the older one done)
-  // and adds its sum to the total.
+  // Waits until at most kPending stages' multiplies run (the older one done),
+  // adds its sum to the total and hands its slot back.
   template <int kPending>
-  __device__ __forceinline__ void retire_tf32(float (&sum)[kTiles][4]) {
+  __device__ __forceinline__ void retire_tf32(float (&sum)[kTiles][4],
+                                              const GroupRing& ring, int slot) {
     ptx::wgmma_wait<kPending>();
     ptx::wgmma_settle(sum);
 #pragma unroll
@@ -313,6 +308,7 @@ struct MmaMath {
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[n][j] += sum[n][j];
     }
+    ring.release(slot);
   }
 #endif
 
@@ -584,9 +580,8 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
     for (int64_t n = 0; !streamed && n < group_stages; ++n) {
       const int64_t i = group + n * kGroups;
       const int slot = ring_walk.acquire();
-      const unsigned char* tile = ring + slot * slot_size;
       if constexpr (kTensorCores) {
-        const uint32_t w = ptx::smem_addr(tile);
+        const uint32_t w = ring_walk.address(slot);
         if (x_in_ring) {
           math.stage(w, TileRows{w + kStageTileBytes}, group_warp, lane);
         } else {
@@ -598,7 +593,8 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
                      group_warp, lane);
         }
       } else {
-        math.stage(tile, slab + i * kStageC, l.slab_pitch, group_warp, lane);
+        math.stage(ring + slot * slot_size, slab + i * kStageC, l.slab_pitch,
+                   group_warp, lane);
       }
       ring_walk.release(slot);
     }
