@@ -348,6 +348,9 @@ TEST(KernelChoice, PlansFitTheDeviceAndCoverTheProblem) {
       EXPECT_LE(plan->splits, stream::kMaxClusterSplits);
       EXPECT_GE(plan->ring_stages, 1);
       EXPECT_LE(plan->ring_stages, plan->stages_per_split);
+      // float32 asks L2 for its first stages early; the others streamed
+      // faster without.
+      EXPECT_EQ(plan->prefetch_stages > 0, e == 4);
       // A ring that cycles serves each consumer group from its own slots.
       if (plan->ring_stages < plan->stages_per_split) {
         EXPECT_EQ(plan->ring_stages %

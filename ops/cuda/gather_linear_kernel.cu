@@ -116,7 +116,8 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
     return err;
   }
   const stream::Layout layout{plan.stages_per_split, plan.slab_pitch,
-                              plan.ring_stages, x_vectors, plan.x_in_ring};
+                              plan.ring_stages,      x_vectors,
+                              plan.x_in_ring,        plan.prefetch_stages};
   // grid.x: the contraction's splits, one cluster; grid.y: 64-column tiles
   // of K; grid.z: kRows-row tiles of B. Block: the consumer groups' warps
   // and one producer warp.

@@ -82,6 +82,8 @@ struct StreamPlan {
   int64_t smem_bytes = 0;    // dynamic shared memory per block
   int64_t column_tiles = 0;  // grid.y
   int64_t row_tiles = 0;     // grid.z
+  // Weight stages each block asks L2 for before the grid before it ends.
+  int prefetch_stages = 0;
 };
 
 /// The compute capability (major * 10 + minor) the streaming kernel is

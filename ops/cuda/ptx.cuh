@@ -130,6 +130,17 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
 }
 
+// Asks L2 for the box at (c0, c1) of the 2-D tensor `map`, without waiting
+// for it.
+__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map,
+                                                int32_t c0, int32_t c1) {
+  asm volatile(
+      "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(
+          map),
+      "r"(c0), "r"(c1)
+      : "memory");
+}
+
 // Copies the box at (c0, c1) of the 2-D tensor `map` into shared memory at
 // `dst`; completion is counted in bytes on `bar`.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map,

@@ -503,6 +503,17 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
   // The cluster learns that every block's exchange barrier is set up; its
   // blocks wait for that only when they exchange, long after.
   if (splits > 1) ptx::cluster_arrive_relaxed();
+  // The weight's first stages are asked of L2 while the grid before this one
+  // ends. Safe before the wait: a prefetch only warms L2, which that grid
+  // writes through, so no load can see stale bytes.
+  if (warp == kConsumerWarps && lane == 0) {
+    const int64_t ahead = min(int64_t{l.prefetch_stages}, stages);
+    for (int64_t i = 0; i < ahead; ++i) {
+      ptx::tma_prefetch_2d(&weight_map,
+                           static_cast<int32_t>((stage0 + i) * kStageC),
+                           static_cast<int32_t>(k0));
+    }
+  }
   ptx::await_previous_grid();
 
   Math<T, kRows> math;  // the consumers' sums

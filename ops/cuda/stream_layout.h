@@ -58,6 +58,7 @@ struct Layout {
   int ring_stages;           // shared-memory stages in flight
   bool x_vectors;            // x rows load as 16-byte vectors
   bool x_in_ring;            // x's stage tiles ride in the ring: no slab
+  int prefetch_stages;       // weight stages asked of L2 before the wait
 };
 
 /// The cluster's exchange of partial sums: a tile's sums travel in 16-byte
