@@ -155,6 +155,7 @@ TEST(GatherLinearLarge, OffsetsPast2To31OnGpu) {
        {std::optional<cuda::Route>{}, std::optional{cuda::Route::kWarpDot},
         std::optional{cuda::Route::kStream}, std::optional{cuda::Route::kWgmma},
         std::optional{cuda::Route::kWgmmaPingpong},
+        std::optional{cuda::Route::kWgmmaStationary},
         std::optional{cuda::Route::kTiled}}) {
     const ScopedRoute forced(route);
     for (const auto dtype : supported_dtypes()) {

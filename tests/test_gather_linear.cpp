@@ -62,10 +62,10 @@ struct ForcedRoute {
 std::vector<ForcedRoute> routes(const at::Device& dev) {
   std::vector<ForcedRoute> all{{"policy", std::nullopt, std::nullopt}};
   if (dev.is_cuda()) {
-    for (const auto r :
-         {cuda::Route::kWarpDot, cuda::Route::kWarpMma, cuda::Route::kStream,
-          cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
-          cuda::Route::kWgmmaSplit, cuda::Route::kTiled}) {
+    for (const auto r : {cuda::Route::kWarpDot, cuda::Route::kWarpMma,
+                         cuda::Route::kStream, cuda::Route::kWgmma,
+                         cuda::Route::kWgmmaPingpong, cuda::Route::kWgmmaSplit,
+                         cuda::Route::kWgmmaStationary, cuda::Route::kTiled}) {
       all.push_back({cuda::route_name(r), r, std::nullopt});
     }
   } else {

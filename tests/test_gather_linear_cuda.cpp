@@ -195,6 +195,7 @@ TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmma);
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaPingpong);
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaSplit);
+  expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaStationary);
 }
 
 // The Hopper tensor-core kernel's tiles: a persistent block taking several
@@ -206,12 +207,16 @@ TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
 // the shared one; forced to ping-pong it takes the policy's route).
 TEST(TensorCoreKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  for (const auto route : {cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
-                           cuda::Route::kWgmmaSplit}) {
+  for (const auto route :
+       {cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
+        cuda::Route::kWgmmaSplit, cuda::Route::kWgmmaStationary}) {
     SCOPED_TRACE(cuda::route_name(route));
-    // The split takes 32,300,128,520 and the last four, on the H200 in
+    // The split takes 32,300,128,520 and the last five, on the H200 in
     // clusters of 8 or 4 (16,130,128,700 and 16,200,64,300 too), 3
-    // (16,1000,128,520: 40 tiles) and 2 (4,200,128,300).
+    // (16,1000,128,520: 40 tiles) and 2 (4,200,128,300). The stationary
+    // weight takes the contractions of up to 8 stages: 3,2100,40,2000,
+    // 1,130,128,257, 6,8400,32,520, 4,200,128,300 and 8,9000,64,512 (its
+    // buffer full, four tiles and more a block).
     expect_exact_and_deterministic(route, {{32, 300, 128, 520},
                                            {3, 2100, 40, 2000},
                                            {1, 130, 128, 257},
@@ -219,7 +224,8 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
                                            {16, 130, 128, 700},
                                            {16, 200, 64, 300},
                                            {16, 1000, 128, 520},
-                                           {4, 200, 128, 300}});
+                                           {4, 200, 128, 300},
+                                           {8, 9000, 64, 512}});
   }
 }
 
@@ -324,7 +330,8 @@ TEST(GatherLinearCuda, DependentLaunchesSeeTheCallsBeforeThem) {
       for (const cuda::Route route :
            {cuda::Route::kWarpDot, cuda::Route::kWarpMma, cuda::Route::kStream,
             cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
-            cuda::Route::kWgmmaSplit, cuda::Route::kTiled}) {
+            cuda::Route::kWgmmaSplit, cuda::Route::kWgmmaStationary,
+            cuda::Route::kTiled}) {
         SCOPED_TRACE(::testing::Message()
                      << cuda::route_name(route) << " " << s << " " << dtype);
         const ScopedRoute forced(route);

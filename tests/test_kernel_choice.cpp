@@ -557,6 +557,31 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   EXPECT_TRUE(can_run_wgmma_split(few));
   few.element_size = 4;
   EXPECT_FALSE(can_run_wgmma_split(few));
+  // The stationary weight: half types, contractions of up to 8 stages of
+  // 64 (one 128-column tile's weight in shared memory), and a 128-column
+  // tile for each block at most.
+  auto many_rows = p;
+  many_rows.R = 8;
+  many_rows.B = 65536;
+  many_rows.H = 64;
+  many_rows.K = 512;
+  EXPECT_TRUE(can_run_wgmma_stationary(many_rows));
+  auto odd_heads = many_rows;  // 8 stages, each zero-filled past h = 33
+  odd_heads.H = 33;
+  EXPECT_TRUE(can_run_wgmma_stationary(odd_heads));
+  auto long_contraction = many_rows;
+  long_contraction.R = 9;
+  EXPECT_FALSE(can_run_wgmma_stationary(long_contraction));
+  auto wide = many_rows;
+  wide.K = 133 * 128;
+  EXPECT_FALSE(can_run_wgmma_stationary(wide));
+  auto single_rows = many_rows;
+  single_rows.element_size = 4;
+  EXPECT_FALSE(can_run_wgmma_stationary(single_rows));
+  force_route(Route::kWgmmaStationary);
+  EXPECT_EQ(choose_route(many_rows), Route::kWgmmaStationary);
+  EXPECT_NE(choose_route(long_contraction), Route::kWgmmaStationary);
+  force_route(std::nullopt);
 }
 
 // A problem the Hopper tensor-core kernel can read, in a build that has it.
@@ -572,9 +597,19 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // Prefill, many rows with a small K, and medium problems of 256 tiles
   // and more whose weight stays in L2.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
-  EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
-  EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 1024, 2)), Route::kWgmma);
+  // Contractions of exactly 8 stages of 64 from 8192 rows, K up to 1024:
+  // the stationary weight.
+  EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 2)),
+            Route::kWgmmaStationary);
+  EXPECT_EQ(choose_route(h200_wgmma(4, 65536, 128, 512, 2)),
+            Route::kWgmmaStationary);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 1024, 2)),
+            Route::kWgmmaStationary);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 256, 2)),
+            Route::kWgmmaStationary);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 2048, 2)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 4)), Route::kWgmma);
   // From 64 of those tiles to one a multiprocessor, up to 8 MiB of weight:
   // the ping-pong schedule.
   EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 1024, 2)),

@@ -139,7 +139,8 @@ void run(const at::Tensor& x, const at::Tensor& weight,
           C10_CUDA_CHECK(launch_warp_mma_if_built(p, *choice.warp_mma, stream));
         } else if (route == cuda::Route::kWgmma ||
                    route == cuda::Route::kWgmmaPingpong ||
-                   route == cuda::Route::kWgmmaSplit) {
+                   route == cuda::Route::kWgmmaSplit ||
+                   route == cuda::Route::kWgmmaStationary) {
           C10_CUDA_CHECK(
               launch_wgmma_if_built(p, route, problem.tf32_allowed, stream));
         } else if (route == cuda::Route::kStream) {

@@ -53,8 +53,9 @@ cudaError_t launch_tiled(const GatherLinearParams<T>& params,
 /// __nv_bfloat16 or float (one TF32 pass where `tf32_allowed`, else three
 /// TF32 products at float32 accuracy) and the problem passes
 /// can_run_wgmma(). `route`: kWgmma, or one of its schedules for __half and
-/// __nv_bfloat16, kWgmmaPingpong (can_run_wgmma_pingpong()) or kWgmmaSplit
-/// (can_run_wgmma_split()).
+/// __nv_bfloat16, kWgmmaPingpong (can_run_wgmma_pingpong()), kWgmmaSplit
+/// (can_run_wgmma_split()) or kWgmmaStationary
+/// (can_run_wgmma_stationary()).
 template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& params, Route route,
                          bool tf32_allowed, cudaStream_t stream);

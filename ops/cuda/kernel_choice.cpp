@@ -172,6 +172,15 @@ constexpr int64_t kMaxWgmmaHalfK = 4096;
 // with up to 8 MiB of weight; with fewer tiles or more weight it lost.
 constexpr int64_t kMinWgmmaPingpongTiles = 64;
 constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
+// Its stationary-weight schedule keeps a 128-column tile's weight, the whole
+// contraction of up to this many 64-element stages, in shared memory. It
+// beat the other schedules on the H200 (bench/NOTES.md, "v32") where that
+// contraction fills all 8 stages, from 8192 rows and K up to 1024
+// (8,65536,64,512 59.2 against 63.7 us); 4 stages (4,16384,64,256) lost.
+constexpr int64_t kWgmmaStationaryTileCols = 128;
+constexpr int64_t kMaxWgmmaStationarySteps = 8;
+constexpr int64_t kMinWgmmaStationaryRows = 8192;
+constexpr int64_t kMaxWgmmaStationaryK = 1024;
 // float32's three-product instance (bench/NOTES.md, "v18") beat cat +
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
@@ -350,6 +359,16 @@ bool wgmma_pingpong_wins(const Problem& p) {
          tiles <= p.sm_count && weight_bytes(p) <= kMaxWgmmaPingpongWeightBytes;
 }
 
+// Stages of 64 elements of one head the half types' contraction takes.
+int64_t wgmma_half_steps(const Problem& p) { return ceil_div(p.H, 64) * p.R; }
+
+// The measured table's verdict for its stationary-weight schedule (v32).
+bool wgmma_stationary_wins(const Problem& p) {
+  return p.element_size == 2 &&
+         wgmma_half_steps(p) == kMaxWgmmaStationarySteps &&
+         p.B >= kMinWgmmaStationaryRows && p.K <= kMaxWgmmaStationaryK;
+}
+
 detail::ForcedRoute<Route> g_forced_route;
 
 // The choices: a route alone, or a fused kernel with its plan.
@@ -390,6 +409,8 @@ const char* route_name(Route route) {
       return "wgmma-pingpong";
     case Route::kWgmmaSplit:
       return "wgmma-split";
+    case Route::kWgmmaStationary:
+      return "wgmma-stationary";
     case Route::kTiled:
       return "tiled";
     case Route::kCublasView:
@@ -583,6 +604,14 @@ bool can_run_wgmma_pingpong(const Problem& p) {
   return can_run_wgmma(p) && p.element_size == 2;
 }
 
+bool can_run_wgmma_stationary(const Problem& p) {
+  // Its blocks each keep one column tile: no more tiles than
+  // multiprocessors across K.
+  return can_run_wgmma_pingpong(p) &&
+         wgmma_half_steps(p) <= kMaxWgmmaStationarySteps &&
+         ceil_div(p.K, kWgmmaStationaryTileCols) <= p.sm_count;
+}
+
 int wgmma_cluster_splits(int64_t tiles, int64_t steps,
                          const ResidentClusters& resident) {
   for (const int splits : kWgmmaClusterSplitSizes) {
@@ -596,8 +625,7 @@ int wgmma_cluster_splits(int64_t tiles, int64_t steps,
 
 bool can_run_wgmma_split(const Problem& p) {
   if (!can_run_wgmma_pingpong(p)) return false;
-  // A stage of the half types' instance: 64 elements of one head.
-  const int64_t steps = ceil_div(p.H, 64) * p.R;
+  const int64_t steps = wgmma_half_steps(p);
   return 2 * wgmma_split_tiles(p) <= p.sm_count &&
          steps / 2 >= kMinClusterSplitSteps;
 }
@@ -618,6 +646,10 @@ RouteChoice choose(const Problem& p) {
       if (can_run_wgmma_pingpong(p)) return taking(Route::kWgmmaPingpong);
     } else if (*forced == Route::kWgmmaSplit) {
       if (can_run_wgmma_split(p)) return taking(Route::kWgmmaSplit);
+    } else if (*forced == Route::kWgmmaStationary) {
+      if (can_run_wgmma_stationary(p)) {
+        return taking(Route::kWgmmaStationary);
+      }
     } else if (*forced != Route::kCublasView || p.x_gathered_view) {
       return taking(*forced);
     }
@@ -646,6 +678,9 @@ RouteChoice choose(const Problem& p) {
   }
   if (wgmma_split_wins(p) && can_run_wgmma_split(p)) {
     return taking(Route::kWgmmaSplit);
+  }
+  if (wgmma_stationary_wins(p) && can_run_wgmma_stationary(p)) {
+    return taking(Route::kWgmmaStationary);
   }
   if (wgmma_pingpong_wins(p) && can_run_wgmma_pingpong(p)) {
     return taking(Route::kWgmmaPingpong);

@@ -55,16 +55,18 @@ enum class Route {
   kWgmma,          // sm90/wgmma_kernel.cuh: many rows, Hopper tensor cores
   kWgmmaPingpong,  // the same, each consumer warp group its own tiles
   kWgmmaSplit,     // the same, a tile's contraction split over a cluster
-  kTiled,          // tiled_kernel.cuh: any problem, CUDA cores
-  kCublasView,     // one cuBLAS GEMM over x's gathered view
-  kCublasCat,      // cat + one cuBLAS GEMM: the reference's own route
+  kWgmmaStationary,  // ping-pong, a column tile's weight kept on chip
+  kTiled,            // tiled_kernel.cuh: any problem, CUDA cores
+  kCublasView,       // one cuBLAS GEMM over x's gathered view
+  kCublasCat,        // cat + one cuBLAS GEMM: the reference's own route
 };
 
 /// Every route, in the order above.
-inline constexpr Route kRoutes[] = {
-    Route::kWarpDot, Route::kWarpMma,       Route::kStream,
-    Route::kWgmma,   Route::kWgmmaPingpong, Route::kWgmmaSplit,
-    Route::kTiled,   Route::kCublasView,    Route::kCublasCat};
+inline constexpr Route kRoutes[] = {Route::kWarpDot,         Route::kWarpMma,
+                                    Route::kStream,          Route::kWgmma,
+                                    Route::kWgmmaPingpong,   Route::kWgmmaSplit,
+                                    Route::kWgmmaStationary, Route::kTiled,
+                                    Route::kCublasView,      Route::kCublasCat};
 
 const char* route_name(Route route);
 
@@ -151,6 +153,11 @@ int wgmma_cluster_splits(int64_t tiles, int64_t steps,
 /// 128 x 128 tiles in pairs of blocks within the multiprocessors, and 4
 /// steps a block of a pair.
 bool can_run_wgmma_split(const Problem& p);
+/// Whether the stationary-weight schedule can take `p`:
+/// can_run_wgmma_pingpong(p), a contraction of up to 8 stages of 64 (one
+/// 128-column tile's weight in shared memory), and no more 128-column tiles
+/// than multiprocessors.
+bool can_run_wgmma_stationary(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
 /// kStream.

@@ -26,12 +26,14 @@
 // warp of the producer's group reads the next tile's bias. In the ping-pong
 // schedule (half types) each consumer warp group takes 64 x 256 tiles of
 // its own instead, the two in turn, so that one's epilogue overlaps the
-// other's multiplies. In the cluster split (half types, for few tiles with
-// long contractions) the blocks of a thread-block cluster take the same
-// 128 x 128 tiles, each its share of the (h-tile, r) steps, and add their
-// float32 sums in split order through distributed shared memory
-// (wgmma_epilogue.cuh). The tiles and shared memory are in
-// wgmma_config.cuh.
+// other's multiplies; with the stationary weight (half types, contractions
+// of up to 8 stages) each block keeps one 128-column tile's whole weight
+// in shared memory for all its tiles, and the ring carries x alone. In the
+// cluster split (half types, for few tiles with long contractions) the
+// blocks of a thread-block cluster take the same 128 x 128 tiles, each its
+// share of the (h-tile, r) steps, and add their float32 sums in split order
+// through distributed shared memory (wgmma_epilogue.cuh). The tiles and
+// shared memory are in wgmma_config.cuh.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -79,16 +81,17 @@ __device__ __forceinline__ void split_in_place(const void* values,
 /// cluster split each cluster) taking the kBM x kBN tiles of out in turn,
 /// columns fastest (the tiles in flight share their x rows in L2). kThreads
 /// threads; dynamic shared memory
-/// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit>>).
+/// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit,
+/// kStationary>>).
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit,
-          typename TmaA, typename TmaB, typename TmaC>
+          bool kStationary, typename TmaA, typename TmaB, typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
                                const __grid_constant__ TmaB tma_b,
                                const __grid_constant__ TmaC tma_c,
                                const GatherLinearParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kStationary>;
   using Pipeline = typename Cfg::Pipeline;
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN;
   // The threads that multiply a tile (and release its stages).
@@ -129,6 +132,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   bias_params.producer_arv_count = 32;
   bias_params.consumer_arv_count = kTileThreads;
   BiasPipeline bias_pipeline(smem.bias_pipeline, bias_params);
+  using WeightBarrier = cutlass::arch::ClusterTransactionBarrier;
+  if (kStationary && threadIdx.x == 0) {
+    WeightBarrier::init(&smem.weight_full, 1);
+  }
   cutlass::arch::fence_barrier_init();
   __syncthreads();
   ptx::await_previous_grid();
@@ -179,6 +186,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     Tensor mA = tma_a.get_tma_tensor(shape(x_tensor<Loaded>(p)));
     Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor<Loaded>(p)));
     auto state = cutlass::make_producer_start_state<Pipeline>();
+    if constexpr (kStationary) {
+      // The block's tiles share one column tile (the launcher deals them in
+      // strides of whole rows of tiles): its weight, every step, once.
+      Tensor gB = local_tile(mB, typename Cfg::TileB{},
+                             make_coord(first_tile % n_tiles, _, _));
+      auto [tBgB, tBsB] =
+          tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
+                        group_modes<0, 2>(gB));
+      WeightBarrier::arrive_and_expect_tx(&smem.weight_full,
+                                          steps * Cfg::kWeightStepBytes);
+      int h_tile = 0, r = 0;
+      for (int step = 0; step < steps; ++step) {
+        copy(tma_b.with(smem.weight_full), tBgB(_, h_tile, r), tBsB(_, step));
+        if (++h_tile == k_tiles) {
+          h_tile = 0;
+          ++r;
+        }
+      }
+    }
     for (int tile = first_tile; tile < tiles; tile += tile_stride) {
       // (BM, BK, h-tile, r) and (BN, BK, h-tile, r) of this tile.
       Tensor gA = local_tile(mA, typename Cfg::TileA{},
@@ -196,7 +222,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         pipeline.producer_acquire(state);
         auto* full = pipeline.producer_get_barrier(state);
         copy(tma_a.with(*full), tAgA(_, h_tile, r), tAsA(_, state.index()));
-        copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, state.index()));
+        if constexpr (!kStationary) {
+          copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, state.index()));
+        }
         ++state;
         if (++h_tile == k_tiles) {
           h_tile = 0;
@@ -222,8 +250,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto out_coords = make_identity_tensor(
       make_shape(static_cast<int>(p.B), static_cast<int>(p.K)));
 
-  cutlass::PipelineState<kStages> read;
-  cutlass::PipelineState<kStages> release;
+  cutlass::PipelineState<Cfg::kRingStages> read;
+  cutlass::PipelineState<Cfg::kRingStages> release;
   typename BiasPipeline::PipelineState bias_read;
   // A stage goes back to this block's producer. The pipeline's own release
   // arrives at the first block of the cluster, whose ring it takes to be
@@ -242,6 +270,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     bias_read.advance(1);
   };
   if (Cfg::kPingpong && group == 1) pass_over_a_tile();
+  if constexpr (kStationary) WeightBarrier::wait(&smem.weight_full, 0);
   const int group_stride = Cfg::kPingpong ? 2 * tile_stride : tile_stride;
   for (int tile = first_tile + (Cfg::kPingpong ? group * tile_stride : 0);
        tile < tiles; tile += group_stride) {
@@ -359,8 +388,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         pipeline.consumer_wait(read);
         warpgroup_fence_operand(accum);
         warpgroup_arrive();
-        gemm(mma, tCrA(_, _, _, read.index()), tCrB(_, _, _, read.index()),
-             accum);
+        gemm(mma, tCrA(_, _, _, read.index()),
+             tCrB(_, _, _, kStationary ? step : read.index()), accum);
         warpgroup_commit_batch();
         // The previous stage's multiplies are done once at most this one is
         // in flight: its slot goes back to the producer.

@@ -14,10 +14,11 @@
 namespace fgl::cuda {
 namespace {
 
-template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false>
+template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false,
+          bool kStationary = false>
 cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
   using namespace wgmma;
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kStationary>;
   using Loaded = typename Cfg::Loaded;
   const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor<Loaded>(p),
                                    typename Cfg::SmemLayoutA{}(_, _, 0),
@@ -32,13 +33,17 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
       err != cudaSuccess) {
     return err;
   }
-  const int64_t tiles =
-      (p.B + Cfg::kBM - 1) / Cfg::kBM * ((p.K + Cfg::kBN - 1) / Cfg::kBN);
+  const int64_t n_tiles = (p.K + Cfg::kBN - 1) / Cfg::kBN;
+  const int64_t tiles = (p.B + Cfg::kBM - 1) / Cfg::kBM * n_tiles;
+  if (kStationary &&
+      (n_tiles > sm_count ||
+       (p.H + Cfg::kBK - 1) / Cfg::kBK * p.R > Cfg::kStationarySteps)) {
+    return cudaErrorInvalidValue;  // kernel_choice.h routes neither here
+  }
   const auto start = [&](const auto& tma_c) {
-    const auto kernel =
-        gather_linear_wgmma_kernel<T, kSplit, kPingpong, kClusterSplit,
-                                   decltype(tma_a), decltype(tma_b),
-                                   std::decay_t<decltype(tma_c)>>;
+    const auto kernel = gather_linear_wgmma_kernel<
+        T, kSplit, kPingpong, kClusterSplit, kStationary, decltype(tma_a),
+        decltype(tma_b), std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
     if (const auto err = cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
@@ -65,8 +70,11 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
       if (splits < 2) return cudaErrorInvalidValue;
       groups = std::max(resident[splits], 1);
     }
-    const auto blocks =
-        static_cast<unsigned>(std::min<int64_t>(tiles, groups) * splits);
+    int64_t resident = std::min<int64_t>(tiles, groups);
+    // The stationary weight: each block keeps one column tile, so blocks
+    // come in whole rows of tiles.
+    if constexpr (kStationary) resident -= resident % n_tiles;
+    const auto blocks = static_cast<unsigned>(resident * splits);
     return launch_dependent(kernel, dim3(blocks), dim3(kThreads), smem_bytes,
                             stream, static_cast<unsigned>(splits), tma_a, tma_b,
                             tma_c, p);
@@ -95,6 +103,9 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
     }
     if (route == Route::kWgmmaSplit) {
       return launch<T, false, false, true>(p, stream);
+    }
+    if (route == Route::kWgmmaStationary) {
+      return launch<T, false, true, false, true>(p, stream);
     }
     return launch<T, false, false>(p, stream);
   }
