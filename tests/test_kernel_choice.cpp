@@ -496,10 +496,17 @@ TEST(KernelChoice, WarpDotNeedsVectorLoads) {
   EXPECT_FALSE(plan_warp_dot(p).has_value());
 }
 
-TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
-  Problem p = h200(32, 4096, 128, 4096, 2);
+// A problem the Hopper tensor-core kernel can read, in a build that has it.
+Problem h200_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
+                   int element_size) {
+  Problem p = h200(R, B, H, K, element_size);
   p.x_tma_ok = true;
   p.wgmma_built = true;
+  return p;
+}
+
+TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
+  const Problem p = h200_wgmma(32, 4096, 128, 4096, 2);
   EXPECT_TRUE(can_run_wgmma(p));
   auto without = p;
   without.wgmma_built = false;
@@ -560,37 +567,19 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   // The stationary weight: half types, contractions of up to 8 stages of
   // 64 (one 128-column tile's weight in shared memory), and a 128-column
   // tile for each block at most.
-  auto many_rows = p;
-  many_rows.R = 8;
-  many_rows.B = 65536;
-  many_rows.H = 64;
-  many_rows.K = 512;
+  const Problem many_rows = h200_wgmma(8, 65536, 64, 512, 2);
+  const Problem long_contraction = h200_wgmma(9, 65536, 64, 512, 2);
   EXPECT_TRUE(can_run_wgmma_stationary(many_rows));
-  auto odd_heads = many_rows;  // 8 stages, each zero-filled past h = 33
-  odd_heads.H = 33;
-  EXPECT_TRUE(can_run_wgmma_stationary(odd_heads));
-  auto long_contraction = many_rows;
-  long_contraction.R = 9;
+  // 8 stages, each zero-filled past h = 33.
+  EXPECT_TRUE(can_run_wgmma_stationary(h200_wgmma(8, 1000, 33, 1000, 2)));
   EXPECT_FALSE(can_run_wgmma_stationary(long_contraction));
-  auto wide = many_rows;
-  wide.K = 133 * 128;
-  EXPECT_FALSE(can_run_wgmma_stationary(wide));
-  auto single_rows = many_rows;
-  single_rows.element_size = 4;
-  EXPECT_FALSE(can_run_wgmma_stationary(single_rows));
+  EXPECT_FALSE(
+      can_run_wgmma_stationary(h200_wgmma(8, 65536, 64, 133 * 128, 2)));
+  EXPECT_FALSE(can_run_wgmma_stationary(h200_wgmma(8, 65536, 64, 512, 4)));
   force_route(Route::kWgmmaStationary);
   EXPECT_EQ(choose_route(many_rows), Route::kWgmmaStationary);
   EXPECT_NE(choose_route(long_contraction), Route::kWgmmaStationary);
   force_route(std::nullopt);
-}
-
-// A problem the Hopper tensor-core kernel can read, in a build that has it.
-Problem h200_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
-                   int element_size) {
-  Problem p = h200(R, B, H, K, element_size);
-  p.x_tma_ok = true;
-  p.wgmma_built = true;
-  return p;
 }
 
 TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
@@ -600,14 +589,13 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
   // Contractions of exactly 8 stages of 64 from 8192 rows, K up to 1024:
   // the stationary weight.
-  EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 2)),
-            Route::kWgmmaStationary);
-  EXPECT_EQ(choose_route(h200_wgmma(4, 65536, 128, 512, 2)),
-            Route::kWgmmaStationary);
-  EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 1024, 2)),
-            Route::kWgmmaStationary);
-  EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 256, 2)),
-            Route::kWgmmaStationary);
+  for (const auto& s : {std::array<int64_t, 4>{8, 65536, 64, 512},
+                        {4, 65536, 128, 512},
+                        {8, 8192, 64, 1024},
+                        {8, 8192, 64, 256}}) {
+    EXPECT_EQ(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
+              Route::kWgmmaStationary);
+  }
   EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 2048, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 4)), Route::kWgmma);
   // From 64 of those tiles to one a multiprocessor, up to 8 MiB of weight:
