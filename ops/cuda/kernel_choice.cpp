@@ -172,13 +172,15 @@ constexpr int64_t kMaxWgmmaHalfK = 4096;
 constexpr int64_t kMinWgmmaPingpongTiles = 64;
 constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
 // Its stationary-weight schedule keeps a 128-column tile's weight, the whole
-// contraction of up to this many 64-element stages, in shared memory. It
-// beat the other schedules on the H200 (bench/NOTES.md, "v32") where that
-// contraction fills all 8 stages, from 8192 rows and K up to 1024
-// (8,65536,64,512 59.2 against 63.7 us); 4 stages (4,16384,64,256) lost.
+// contraction of up to this many 64-element stages, in shared memory. Since
+// each weight stage lands with the first tile's x (bench/NOTES.md, "v33") it
+// beat the other schedules on the H200 with 8 stages from 2048 rows and 4
+// from 16384 (the fewest measured), K up to 1024 (8,65536,64,512 57.4
+// against 63.7 us, 8,2048,64,1024 5.9 against 6.9).
 constexpr int64_t kWgmmaStationaryTileCols = 128;
+constexpr int64_t kMinWgmmaStationarySteps = 4;
 constexpr int64_t kMaxWgmmaStationarySteps = 8;
-constexpr int64_t kMinWgmmaStationaryRows = 8192;
+constexpr int64_t kMinWgmmaStationaryRows = 2048;
 constexpr int64_t kMaxWgmmaStationaryK = 1024;
 // float32's three-product instance (bench/NOTES.md, "v18") beat cat +
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
@@ -361,11 +363,12 @@ bool wgmma_pingpong_wins(const Problem& p) {
 // Stages of 64 elements of one head the half types' contraction takes.
 int64_t wgmma_half_steps(const Problem& p) { return ceil_div(p.H, 64) * p.R; }
 
-// The measured table's verdict for its stationary-weight schedule (v32).
+// The measured table's verdict for its stationary-weight schedule (v33).
 bool wgmma_stationary_wins(const Problem& p) {
-  return p.element_size == 2 &&
-         wgmma_half_steps(p) == kMaxWgmmaStationarySteps &&
-         p.B >= kMinWgmmaStationaryRows && p.K <= kMaxWgmmaStationaryK;
+  const int64_t steps = wgmma_half_steps(p);
+  return p.element_size == 2 && steps >= kMinWgmmaStationarySteps &&
+         steps <= kMaxWgmmaStationarySteps && p.B >= kMinWgmmaStationaryRows &&
+         p.K <= kMaxWgmmaStationaryK;
 }
 
 detail::ForcedRoute<Route> g_forced_route;

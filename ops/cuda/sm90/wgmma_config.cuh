@@ -57,7 +57,8 @@ inline constexpr int kThreads = 128 + kConsumerThreads;
 /// through distributed shared memory (half types, shared tiles).
 /// kStationary: ping-pong whose block keeps one column tile's weight, its
 /// whole contraction, in shared memory for all its tiles; the ring carries
-/// x alone (half types, contractions of up to kStationarySteps stages).
+/// x, and with the first tile's x the weight's stages (half types,
+/// contractions of up to kStationarySteps stages).
 template <typename T, bool kSplit = false, bool kPingpong_ = false,
           bool kClusterSplit_ = false, bool kStationary_ = false>
 struct Config {
@@ -162,7 +163,6 @@ struct SharedStorage {
   float bias[Cfg::kBiasSlots][Cfg::kBN];
   typename Cfg::Pipeline::SharedStorage pipeline;
   typename Cfg::BiasPipeline::SharedStorage bias_pipeline;
-  uint64_t weight_full;  // the stationary weight has landed
 };
 
 // The tensors the copy engine is described over (host and device agree), of

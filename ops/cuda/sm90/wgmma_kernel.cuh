@@ -28,7 +28,8 @@
 // its own instead, the two in turn, so that one's epilogue overlaps the
 // other's multiplies; with the stationary weight (half types, contractions
 // of up to 8 stages) each block keeps one 128-column tile's whole weight
-// in shared memory for all its tiles, and the ring carries x alone. In the
+// in shared memory for all its tiles, its stages arriving with the first
+// tile's x, and the ring carries x alone after that. In the
 // cluster split (half types, for few tiles with long contractions) the
 // blocks of a thread-block cluster take the same 128 x 128 tiles, each its
 // share of the (h-tile, r) steps, and add their float32 sums in split order
@@ -132,10 +133,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   bias_params.producer_arv_count = 32;
   bias_params.consumer_arv_count = kTileThreads;
   BiasPipeline bias_pipeline(smem.bias_pipeline, bias_params);
-  using WeightBarrier = cutlass::arch::ClusterTransactionBarrier;
-  if (kStationary && threadIdx.x == 0) {
-    WeightBarrier::init(&smem.weight_full, 1);
-  }
   cutlass::arch::fence_barrier_init();
   __syncthreads();
   ptx::await_previous_grid();
@@ -186,25 +183,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     Tensor mA = tma_a.get_tma_tensor(shape(x_tensor<Loaded>(p)));
     Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor<Loaded>(p)));
     auto state = cutlass::make_producer_start_state<Pipeline>();
-    if constexpr (kStationary) {
-      // The block's tiles share one column tile (the launcher deals them in
-      // strides of whole rows of tiles): its weight, every step, once.
-      Tensor gB = local_tile(mB, typename Cfg::TileB{},
-                             make_coord(first_tile % n_tiles, _, _));
-      auto [tBgB, tBsB] =
-          tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
-                        group_modes<0, 2>(gB));
-      WeightBarrier::arrive_and_expect_tx(&smem.weight_full,
-                                          steps * Cfg::kWeightStepBytes);
-      int h_tile = 0, r = 0;
-      for (int step = 0; step < steps; ++step) {
-        copy(tma_b.with(smem.weight_full), tBgB(_, h_tile, r), tBsB(_, step));
-        if (++h_tile == k_tiles) {
-          h_tile = 0;
-          ++r;
-        }
-      }
-    }
     for (int tile = first_tile; tile < tiles; tile += tile_stride) {
       // (BM, BK, h-tile, r) and (BN, BK, h-tile, r) of this tile.
       Tensor gA = local_tile(mA, typename Cfg::TileA{},
@@ -221,6 +199,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int step = 0; step < steps; ++step) {
         pipeline.producer_acquire(state);
         auto* full = pipeline.producer_get_barrier(state);
+        // The block's tiles share one column tile (the launcher deals them
+        // in strides of whole rows of tiles): its weight comes once, each
+        // step with the first tile's x stage, on that stage's barrier. A
+        // later tile's stage in the same slot completes after it.
+        if (kStationary && tile == first_tile) {
+          pipeline.producer_expect_transaction(state, Cfg::kWeightStepBytes);
+          copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, step));
+        }
         copy(tma_a.with(*full), tAgA(_, h_tile, r), tAsA(_, state.index()));
         if constexpr (!kStationary) {
           copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, state.index()));
@@ -270,7 +256,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     bias_read.advance(1);
   };
   if (Cfg::kPingpong && group == 1) pass_over_a_tile();
-  if constexpr (kStationary) WeightBarrier::wait(&smem.weight_full, 0);
   const int group_stride = Cfg::kPingpong ? 2 * tile_stride : tile_stride;
   for (int tile = first_tile + (Cfg::kPingpong ? group * tile_stride : 0);
        tile < tiles; tile += group_stride) {
