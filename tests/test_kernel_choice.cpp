@@ -647,6 +647,7 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // Fewer tiles, tiles between one and two a multiprocessor, or more
   // weight: cuBLAS.
   EXPECT_EQ(choose_route(h200_wgmma(8, 512, 64, 1024, 2)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 4352, 128, 1024, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(32, 512, 128, 4096, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 2)),
             Route::kCublasCat);
