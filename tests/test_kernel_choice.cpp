@@ -587,8 +587,8 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // and more whose weight stays in L2.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
-  // Contractions of 4 to 8 stages of 64 from 2048 rows, K up to 1024: the
-  // stationary weight.
+  // Contractions of 8 stages of 64 from 2048 rows, 4 to 7 from 16384, K up
+  // to 1024: the stationary weight.
   for (const auto& s : {std::array<int64_t, 4>{8, 65536, 64, 512},
                         {4, 65536, 128, 512},
                         {8, 8192, 64, 1024},
@@ -604,6 +604,8 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_NE(choose_route(h200_wgmma(8, 1024, 64, 1024, 2)),
             Route::kWgmmaStationary);
   EXPECT_NE(choose_route(h200_wgmma(2, 16384, 64, 256, 2)),
+            Route::kWgmmaStationary);
+  EXPECT_NE(choose_route(h200_wgmma(4, 8192, 64, 256, 2)),
             Route::kWgmmaStationary);
   // From 64 of those tiles to one a multiprocessor, up to 8 MiB of weight:
   // the ping-pong schedule.

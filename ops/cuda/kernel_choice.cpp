@@ -175,12 +175,14 @@ constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
 // contraction of up to this many 64-element stages, in shared memory. Since
 // each weight stage lands with the first tile's x (bench/NOTES.md, "v33") it
 // beat the other schedules on the H200 with 8 stages from 2048 rows and 4
-// from 16384 (the fewest measured), K up to 1024 (8,65536,64,512 57.4
-// against 63.7 us, 8,2048,64,1024 5.9 against 6.9).
+// from 16384 (the fewest rows measured for each), K up to 1024
+// (8,65536,64,512 57.4 against 63.7 us, 8,2048,64,1024 5.9 against 6.9,
+// 4,16384,64,256 7.4 against 7.5).
 constexpr int64_t kWgmmaStationaryTileCols = 128;
 constexpr int64_t kMinWgmmaStationarySteps = 4;
 constexpr int64_t kMaxWgmmaStationarySteps = 8;
-constexpr int64_t kMinWgmmaStationaryRows = 2048;
+constexpr int64_t kMinWgmmaStationaryRows = 2048;        // 8 stages
+constexpr int64_t kMinWgmmaStationaryRowsShort = 16384;  // 4 to 7 stages
 constexpr int64_t kMaxWgmmaStationaryK = 1024;
 // float32's three-product instance (bench/NOTES.md, "v18") beat cat +
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
@@ -366,8 +368,11 @@ int64_t wgmma_half_steps(const Problem& p) { return ceil_div(p.H, 64) * p.R; }
 // The measured table's verdict for its stationary-weight schedule (v33).
 bool wgmma_stationary_wins(const Problem& p) {
   const int64_t steps = wgmma_half_steps(p);
+  const int64_t min_rows = steps == kMaxWgmmaStationarySteps
+                               ? kMinWgmmaStationaryRows
+                               : kMinWgmmaStationaryRowsShort;
   return p.element_size == 2 && steps >= kMinWgmmaStationarySteps &&
-         steps <= kMaxWgmmaStationarySteps && p.B >= kMinWgmmaStationaryRows &&
+         steps <= kMaxWgmmaStationarySteps && p.B >= min_rows &&
          p.K <= kMaxWgmmaStationaryK;
 }
 
