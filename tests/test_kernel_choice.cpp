@@ -415,6 +415,27 @@ TEST(KernelChoice, StreamRingsShareAMultiprocessorOnlyWhereRegistersDo) {
   EXPECT_GT(fp32->ring_stages, bf16->ring_stages);
 }
 
+TEST(KernelChoice, HalfTypeGridsThatFillTheGpuLeaveRoomForTheNextOne) {
+  // 128 blocks of one a multiprocessor fill 128 of the H200's 132: the
+  // 16-bit blocks take half the shared memory, so that the next grid's
+  // blocks fit beside them.
+  const Problem p = h200(32, 16, 128, 4096, 2);
+  const auto full = plan_stream(p);
+  ASSERT_TRUE(full.has_value());
+  EXPECT_EQ(full->column_tiles * full->row_tiles * full->splits, 128);
+  EXPECT_LE(full->smem_bytes + 1024, (p.max_smem_per_block + 1024) / 2);
+  // Its split stays the one the whole shared memory would choose: 96 blocks
+  // (3 splits) leave a quarter of the GPU free and keep the deep ring.
+  const auto partial = plan_stream(h200(32, 16, 128, 2048, 2));
+  ASSERT_TRUE(partial.has_value());
+  EXPECT_EQ(partial->column_tiles * partial->row_tiles * partial->splits, 96);
+  EXPECT_GT(partial->smem_bytes, p.max_smem_per_block / 2);
+  EXPECT_GT(partial->ring_stages, full->ring_stages);
+  // float32 keeps its whole ring (not measured with half of it).
+  EXPECT_GT(plan_stream(h200(32, 8, 128, 4096, 4))->smem_bytes,
+            p.max_smem_per_block / 2);
+}
+
 TEST(KernelChoice, SplitsTheContractionWhenColumnsAreFew) {
   // 64 column tiles fill half the H200: the contraction is split to fill it.
   const auto plan = plan_stream(h200(32, 16, 128, 4096, 2));

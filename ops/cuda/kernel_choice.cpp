@@ -51,6 +51,9 @@ constexpr int64_t kMaxShortStreamRowsFloat = 16;
 // flight).
 constexpr int kMaxRingStages = 16;
 constexpr int kMinRingStages = 4;
+// A grid of at least this many eighths of the multiprocessors, one block
+// each, leaves the next grid's blocks too few free ones to start on.
+constexpr int64_t kFullGridEighths = 7;
 // float32 blocks ask L2 for their first stages before the wait ("v31":
 // 8,16,64,1024 4.35 -> 4.07 us); the half types lost 0.05-0.2 us with it.
 constexpr int kPrefetchStagesFloat = 4;
@@ -544,21 +547,24 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
       return std::min<int64_t>(
           {kMaxRingStages, per_split, (budget - fixed) / (slot + 16)});
     };
+    // The consumer groups take stages in turn: a ring that cycles holds a
+    // multiple of them, so that each slot serves one group
+    // (stream_kernel.cuh).
+    const auto cycling = [&](int64_t ring) {
+      return ring < per_split ? ring - ring % groups : ring;
+    };
+    const int64_t min_ring = std::min<int64_t>(kMinRingStages, per_split);
     // Two blocks per multiprocessor where there are that many blocks, their
     // registers allow it and their rings fit; else one block with the whole
     // shared memory.
     const int per_sm_registers =
         stream::blocks_per_multiprocessor(e, best.rows_per_block);
-    int64_t ring = ring_within(p.max_smem_per_block);
-    if (blocks > p.sm_count && per_sm_registers > 1) {
-      const int64_t shared = ring_within(sm_smem / 2 - 1024);
-      if (shared >= std::min<int64_t>(kMinRingStages, per_split)) ring = shared;
-    }
-    // The consumer groups take stages in turn: a ring that cycles holds a
-    // multiple of them, so that each slot serves one group
-    // (stream_kernel.cuh).
-    if (ring < per_split) ring -= ring % groups;
-    if (ring < std::min<int64_t>(kMinRingStages, per_split)) continue;
+    const int64_t half_ring = cycling(ring_within(sm_smem / 2 - 1024));
+    const bool rings_share = per_sm_registers > 1 && half_ring >= min_ring;
+    const int64_t ring = blocks > p.sm_count && rings_share
+                             ? half_ring
+                             : cycling(ring_within(p.max_smem_per_block));
+    if (ring < min_ring) continue;
     // The blocks resident at once: as many a multiprocessor as registers
     // and shared memory allow, and no more than whole clusters fill.
     const int64_t smem =
@@ -586,9 +592,19 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
       best_cost = cost;
       best.splits = splits;
       best.stages_per_split = per_split;
-      best.ring_stages = static_cast<int>(ring);
       best.slab_pitch = pitch;
-      best.smem_bytes = smem;
+      // A half-type grid of one block a multiprocessor that fills nearly
+      // all of them still takes half the shared memory where two blocks'
+      // registers fit: the next grid's blocks (a dependent launch) then
+      // start beside its last ones rather than after them (bench/NOTES.md
+      // "v34"; float32's rings, some of them shallower, were not measured).
+      const bool next_grid_beside = e == 2 && blocks <= p.sm_count &&
+                                    blocks * 8 >= p.sm_count * kFullGridEighths;
+      best.ring_stages =
+          static_cast<int>(next_grid_beside && rings_share ? half_ring : ring);
+      best.smem_bytes =
+          stream::smem_bytes(best.ring_stages, best.rows_per_block, pitch, e,
+                             acc_size, best.x_in_ring, splits);
     }
   }
   if (best.splits == 0) return std::nullopt;
