@@ -42,37 +42,37 @@ double rtol_for(at::ScalarType dtype) {
   }
 }
 
-// The spacing of each dtype's subnormals: below its smallest normal value
-// rounding errs by up to half of it, however small the value.
-double subnormal_spacing(at::ScalarType dtype) {
+// `limit(std::numeric_limits<T>{})` for the element type T of `dtype`
+// (0 for dtypes the kernels do not take).
+template <typename Limit>
+double dtype_limit(at::ScalarType dtype, Limit limit) {
   switch (dtype) {
     case at::kDouble:
-      return std::numeric_limits<double>::denorm_min();
+      return limit(std::numeric_limits<double>{});
     case at::kFloat:
-      return std::numeric_limits<float>::denorm_min();
+      return limit(std::numeric_limits<float>{});
     case at::kHalf:
-      return 5.9604644775390625e-8;  // 2^-24
+      return limit(std::numeric_limits<at::Half>{});
     case at::kBFloat16:
-      return 9.183549615799121e-41;  // 2^-133
+      return limit(std::numeric_limits<at::BFloat16>{});
     default:
       return 0.0;
   }
 }
 
+// The spacing of each dtype's subnormals: below its smallest normal value
+// rounding errs by up to half of it, however small the value.
+double subnormal_spacing(at::ScalarType dtype) {
+  return dtype_limit(dtype, [](auto l) {
+    return static_cast<double>(decltype(l)::denorm_min());
+  });
+}
+
 // Machine epsilon of each dtype (the spacing of values at 1).
 double eps_for(at::ScalarType dtype) {
-  switch (dtype) {
-    case at::kDouble:
-      return std::numeric_limits<double>::epsilon();
-    case at::kFloat:
-      return std::numeric_limits<float>::epsilon();
-    case at::kHalf:
-      return 9.765625e-4;  // 2^-10
-    case at::kBFloat16:
-      return 7.8125e-3;  // 2^-7
-    default:
-      return 0.0;
-  }
+  return dtype_limit(dtype, [](auto l) {
+    return static_cast<double>(decltype(l)::epsilon());
+  });
 }
 
 }  // namespace
