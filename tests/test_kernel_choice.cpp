@@ -608,26 +608,28 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // and more whose weight stays in L2.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
-  // Contractions of 8 stages of 64 from 2048 rows, 4 to 7 from 16384, K up
-  // to 1024: the stationary weight.
+  // Contractions of up to 8 stages of 64 in heads of 32 or more, from 256
+  // rows, K up to 8192: the stationary weight.
   for (const auto& s : {std::array<int64_t, 4>{8, 65536, 64, 512},
                         {4, 65536, 128, 512},
                         {8, 8192, 64, 1024},
-                        {8, 8192, 64, 256},
                         {8, 2048, 64, 1024},
-                        {8, 4352, 64, 1024},
-                        {4, 16384, 64, 256}}) {
+                        {8, 256, 64, 512},
+                        {1, 32768, 128, 1024},
+                        {2, 16384, 64, 256},
+                        {8, 16384, 32, 512},
+                        {8, 16384, 64, 8192}}) {
     EXPECT_EQ(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
               Route::kWgmmaStationary);
   }
-  EXPECT_EQ(choose_route(h200_wgmma(8, 8192, 64, 2048, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 4)), Route::kWgmma);
-  EXPECT_NE(choose_route(h200_wgmma(8, 1024, 64, 1024, 2)),
-            Route::kWgmmaStationary);
-  EXPECT_NE(choose_route(h200_wgmma(2, 16384, 64, 256, 2)),
-            Route::kWgmmaStationary);
-  EXPECT_NE(choose_route(h200_wgmma(4, 8192, 64, 256, 2)),
-            Route::kWgmmaStationary);
+  for (const auto& s : {std::array<int64_t, 4>{8, 200, 64, 512},
+                        {8, 8192, 16, 512},
+                        {8, 8192, 64, 16384},
+                        {16, 8192, 64, 512}}) {
+    EXPECT_NE(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
+              Route::kWgmmaStationary);
+  }
   // From 64 of those tiles to one a multiprocessor, up to 8 MiB of weight:
   // the ping-pong schedule.
   EXPECT_EQ(choose_route(h200_wgmma(32, 8192, 128, 256, 2)),
@@ -669,7 +671,7 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(32, 1024, 128, 256, 4)), Route::kCublasCat);
   // Fewer tiles, tiles between one and two a multiprocessor, or more
   // weight: cuBLAS.
-  EXPECT_EQ(choose_route(h200_wgmma(8, 512, 64, 1024, 2)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(16, 512, 64, 1024, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(8, 4352, 128, 1024, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(32, 512, 128, 4096, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 2)),

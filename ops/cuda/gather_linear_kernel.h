@@ -48,8 +48,9 @@ template <typename T>
 cudaError_t launch_tiled(const GatherLinearParams<T>& params,
                          cudaStream_t stream);
 
-/// Enqueues the Hopper tensor-core kernel (wgmma_kernel.cuh; sm_90a, built
-/// where CUTLASS is found) on `stream`; T is __half,
+/// Enqueues the Hopper tensor-core kernel (wgmma_kernel.cuh, and
+/// stationary_kernel.cuh for kWgmmaStationary; sm_90a, built where CUTLASS
+/// is found) on `stream`; T is __half,
 /// __nv_bfloat16 or float (one TF32 pass where `tf32_allowed`, else three
 /// TF32 products at float32 accuracy) and the problem passes
 /// can_run_wgmma(). `route`: kWgmma, or one of its schedules for __half and

@@ -174,19 +174,17 @@ constexpr int64_t kMaxWgmmaHalfK = 4096;
 // with up to 8 MiB of weight; with fewer tiles or more weight it lost.
 constexpr int64_t kMinWgmmaPingpongTiles = 64;
 constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
-// Its stationary-weight schedule keeps a 128-column tile's weight, the whole
-// contraction of up to this many 64-element stages, in shared memory. Since
-// each weight stage lands with the first tile's x (bench/NOTES.md, "v33") it
-// beat the other schedules on the H200 with 8 stages from 2048 rows and 4
-// from 16384 (the fewest rows measured for each), K up to 1024
-// (8,65536,64,512 57.4 against 63.7 us, 8,2048,64,1024 5.9 against 6.9,
-// 4,16384,64,256 7.4 against 7.5).
+// Its stationary-weight kernel keeps a 128-column tile's weight, the whole
+// contraction of up to this many 64-element stages, in registers. With the
+// weight there (bench/NOTES.md, "v35") it beat every other route on the
+// H200 wherever it was measured: 1 to 8 stages, heads of 32 to 128, from
+// 256 rows, K up to 8192 (8,65536,64,512 51.9 against cat + Linear's 94.6
+// us, 8,256,64,512 5.2 against 6.1, 8,16384,64,8192 190 against 266).
 constexpr int64_t kWgmmaStationaryTileCols = 128;
-constexpr int64_t kMinWgmmaStationarySteps = 4;
 constexpr int64_t kMaxWgmmaStationarySteps = 8;
-constexpr int64_t kMinWgmmaStationaryRows = 2048;        // 8 stages
-constexpr int64_t kMinWgmmaStationaryRowsShort = 16384;  // 4 to 7 stages
-constexpr int64_t kMaxWgmmaStationaryK = 1024;
+constexpr int64_t kMinWgmmaStationaryH = 32;
+constexpr int64_t kMinWgmmaStationaryRows = 256;
+constexpr int64_t kMaxWgmmaStationaryK = 8192;
 // float32's three-product instance (bench/NOTES.md, "v18") beat cat +
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
@@ -368,14 +366,11 @@ bool wgmma_pingpong_wins(const Problem& p) {
 // Stages of 64 elements of one head the half types' contraction takes.
 int64_t wgmma_half_steps(const Problem& p) { return ceil_div(p.H, 64) * p.R; }
 
-// The measured table's verdict for its stationary-weight schedule (v33).
+// The measured table's verdict for its stationary-weight kernel (v35).
 bool wgmma_stationary_wins(const Problem& p) {
-  const int64_t steps = wgmma_half_steps(p);
-  const int64_t min_rows = steps == kMaxWgmmaStationarySteps
-                               ? kMinWgmmaStationaryRows
-                               : kMinWgmmaStationaryRowsShort;
-  return p.element_size == 2 && steps >= kMinWgmmaStationarySteps &&
-         steps <= kMaxWgmmaStationarySteps && p.B >= min_rows &&
+  return p.element_size == 2 &&
+         wgmma_half_steps(p) <= kMaxWgmmaStationarySteps &&
+         p.H >= kMinWgmmaStationaryH && p.B >= kMinWgmmaStationaryRows &&
          p.K <= kMaxWgmmaStationaryK;
 }
 

@@ -55,7 +55,7 @@ enum class Route {
   kWgmma,          // sm90/wgmma_kernel.cuh: many rows, Hopper tensor cores
   kWgmmaPingpong,  // the same, each consumer warp group its own tiles
   kWgmmaSplit,     // the same, a tile's contraction split over a cluster
-  kWgmmaStationary,  // ping-pong, a column tile's weight kept on chip
+  kWgmmaStationary,  // sm90/stationary_kernel.cuh: the weight in registers
   kTiled,            // tiled_kernel.cuh: any problem, CUDA cores
   kCublasView,       // one cuBLAS GEMM over x's gathered view
   kCublasCat,        // cat + one cuBLAS GEMM: the reference's own route
@@ -153,10 +153,10 @@ int wgmma_cluster_splits(int64_t tiles, int64_t steps,
 /// 128 x 128 tiles in pairs of blocks within the multiprocessors, and 4
 /// steps a block of a pair.
 bool can_run_wgmma_split(const Problem& p);
-/// Whether the stationary-weight schedule can take `p`:
+/// Whether the stationary-weight kernel can take `p`:
 /// can_run_wgmma_pingpong(p), a contraction of up to 8 stages of 64 (one
-/// 128-column tile's weight in shared memory), and no more 128-column tiles
-/// than multiprocessors.
+/// 128-column tile's weight in its consumers' registers), and no more
+/// 128-column tiles than multiprocessors.
 bool can_run_wgmma_stationary(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or

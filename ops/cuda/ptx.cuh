@@ -1,7 +1,7 @@
 // Thin wrappers over the instructions the fused kernels use: mbarriers, the
 // cluster barrier, stores into a cluster peer's shared memory, bulk tensor
-// copies (TMA), cp.async, shared-memory vectors, ldmatrix, mma.sync and
-// wgmma. Each is one PTX instruction
+// copies (TMA), cp.async, named barriers, shared-memory vectors, ldmatrix,
+// stmatrix, mma.sync and wgmma. Each is one PTX instruction
 // (await_previous_grid and cluster_sync_unaligned two); callers
 // guard each with the architecture it needs (mma.sync sm_80, most sm_90),
 // but for await_previous_grid, a no-op before sm_90, and prefetch_l2 (any).
@@ -187,6 +187,13 @@ __device__ __forceinline__ void named_barrier_sync(uint32_t id,
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrives on named barrier `id` without waiting: the threads that sync on
+// it wait for these.
+__device__ __forceinline__ void named_barrier_arrive(uint32_t id,
+                                                     uint32_t threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // 4 and 16 bytes of shared memory at `addr` (smem_addr), loaded and stored.
 __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
   uint32_t v;
@@ -217,6 +224,19 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
                : "=r"(r[0]), "=r"(r[1])
                : "r"(addr));
+}
+
+// Stores four 8 x 8 matrices of 16-bit values transposed: register q holds
+// this thread's mma-fragment pair of matrix q (its row lane / 4, columns
+// 2 (lane % 4) and the next), and lane 8 q + c gives the address of the 16
+// bytes that column c of matrix q becomes.
+__device__ __forceinline__ void stmatrix_x4_trans(const uint32_t (&r)[4],
+                                                  uint32_t addr) {
+  asm volatile(
+      "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, "
+      "%4};" ::"r"(addr),
+      "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+      : "memory");
 }
 
 // D += A * B on the tensor cores, m16n8k16 with float32 accumulators; T is
@@ -328,6 +348,47 @@ __device__ __forceinline__ void wgmma_rs_tf32(float (&d)[kTiles][4],
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(int{kAdd}));
   }
 }
+
+// D (64 x 128, float32) = A (64 x 16 of T, __half or __nv_bfloat16, in
+// registers: each warp's 16 rows as mma.sync m16n8k16's A fragment) * B
+// (16 x 128, descriptor, K-major), plus D where kAdd. Accumulator i of a
+// thread is row 16 warp + lane / 4 + 8 (i / 2 % 2), column 8 (i / 4) +
+// 2 (lane % 4) + i % 2.
+template <typename T, bool kAdd>
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64],
+                                                    const uint32_t (&a)[4],
+                                                    uint64_t b) {
+#define FGL_WGMMA_N128(type)                                                   \
+  asm volatile(                                                                \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." type "." type             \
+      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, "    \
+      "%15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, " \
+      "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, " \
+      "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, " \
+      "%57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, %69, "   \
+      "1, 1, 0;"                                                               \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),            \
+        "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),            \
+        "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),       \
+        "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),       \
+        "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),       \
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),       \
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),       \
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),       \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]),       \
+        "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),       \
+        "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),       \
+        "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),       \
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                     \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(int{kAdd}))
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    FGL_WGMMA_N128("bf16");
+  } else {
+    FGL_WGMMA_N128("f16");
+  }
+#undef FGL_WGMMA_N128
+}
+
 #undef FGL_WGMMA_D4
 #undef FGL_WGMMA_D8
 #undef FGL_WGMMA_D16

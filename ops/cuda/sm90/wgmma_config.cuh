@@ -55,24 +55,17 @@ inline constexpr int kThreads = 128 + kConsumerThreads;
 /// kClusterSplit: the blocks of a thread-block cluster take the same tiles,
 /// each its share of the contraction, and add their sums in split order
 /// through distributed shared memory (half types, shared tiles).
-/// kStationary: ping-pong whose block keeps one column tile's weight, its
-/// whole contraction, in shared memory for all its tiles; the ring carries
-/// x, and with the first tile's x the weight's stages (half types,
-/// contractions of up to kStationarySteps stages).
 template <typename T, bool kSplit = false, bool kPingpong_ = false,
-          bool kClusterSplit_ = false, bool kStationary_ = false>
+          bool kClusterSplit_ = false>
 struct Config {
   static_assert(!kSplit || std::is_same_v<T, float>, "a float32 instance");
   static_assert(!(kSplit && kPingpong_), "the split shares its stages");
   static_assert(!kClusterSplit_ ||
                     (!kSplit && !kPingpong_ && !std::is_same_v<T, float>),
                 "the cluster split: half types, shared tiles");
-  static_assert(!kStationary_ || (kPingpong_ && !std::is_same_v<T, float>),
-                "the stationary weight: half types, ping-pong");
   static constexpr bool kSplitTf32 = kSplit;
   static constexpr bool kPingpong = kPingpong_;
   static constexpr bool kClusterSplit = kClusterSplit_;
-  static constexpr bool kStationary = kStationary_;
   static constexpr int kBM = kPingpong ? 64 : 128;  // rows of B per tile
   using Element = typename Types<T>::Operand;
   // What the copy engine loads: the operand, or float32 to be split.
@@ -82,27 +75,21 @@ struct Config {
   // registers added to the tile's total with rounded adds (the tensor cores
   // truncate their sums, bench/NOTES.md v9): two accumulator sets a thread.
   // The cluster split's tiles are narrower too: twice as many clusters.
-  // The stationary weight's tile is as wide as its whole contraction fits.
-  static constexpr int kBN = kSplit || kClusterSplit || kStationary ? 128 : 256;
+  static constexpr int kBN = kSplit || kClusterSplit ? 128 : 256;
   // Contraction per stage and columns per piece of out: 128-byte rows, the
   // width of the swizzle.
   static constexpr int kBK = 128 / sizeof(Element);
   static constexpr int kChunkCols = 128 / sizeof(Out);
-  // Stages of the ring; the stationary weight's ring holds x's 8 KB
-  // stages only, twice as many, and its weight up to kStationarySteps.
-  static constexpr int kRingStages = kStationary ? 2 * kStages : kStages;
-  static constexpr int kStationarySteps = 8;
-  static constexpr int kBStages = kStationary ? kStationarySteps : kStages;
   using TileA = Shape<Int<kBM>, Int<kBK>>;
   using TileB = Shape<Int<kBN>, Int<kBK>>;
   // 128-byte swizzled rows: what both TMA writes and wgmma reads without
   // bank conflicts.
   using SmemLayoutA = decltype(tile_to_shape(
       GMMA::Layout_K_SW128_Atom<Element>{},
-      make_shape(Int<kBM>{}, Int<kBK>{}, Int<kRingStages>{})));
+      make_shape(Int<kBM>{}, Int<kBK>{}, Int<kStages>{})));
   using SmemLayoutB = decltype(tile_to_shape(
       GMMA::Layout_K_SW128_Atom<Element>{},
-      make_shape(Int<kBN>{}, Int<kBK>{}, Int<kBStages>{})));
+      make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{})));
   // The weight's remainders, kSmallStages stages of them: one is written
   // while the tensor cores read the two before (the consumer loop below).
   static constexpr int kSmallStages = 3;
@@ -128,13 +115,11 @@ struct Config {
       decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Out>{},
                              make_shape(Int<kChunkRows>{}, Int<kChunkCols>{})));
   using TileC = Shape<Int<kChunkRows>, Int<kChunkCols>>;
-  using Pipeline = cutlass::PipelineTmaAsync<kRingStages>;
+  using Pipeline = cutlass::PipelineTmaAsync<kStages>;
   // The tiles' bias, read by a warp of its own one tile ahead.
   static constexpr int kBiasSlots = 2;
   using BiasPipeline = cutlass::PipelineAsync<kBiasSlots>;
-  static constexpr uint32_t kStageBytes =
-      (kBM + (kStationary ? 0 : kBN)) * kBK * sizeof(Element);
-  static constexpr uint32_t kWeightStepBytes = kBN * kBK * sizeof(Element);
+  static constexpr uint32_t kStageBytes = (kBM + kBN) * kBK * sizeof(Element);
   // The cluster split's float32 sums of a tile, rows padded against bank
   // conflicts, in the ring (which then holds only the tile's last stages).
   static constexpr int kPartialPitch = kBN + 8;

@@ -26,15 +26,12 @@
 // warp of the producer's group reads the next tile's bias. In the ping-pong
 // schedule (half types) each consumer warp group takes 64 x 256 tiles of
 // its own instead, the two in turn, so that one's epilogue overlaps the
-// other's multiplies; with the stationary weight (half types, contractions
-// of up to 8 stages) each block keeps one 128-column tile's whole weight
-// in shared memory for all its tiles, its stages arriving with the first
-// tile's x, and the ring carries x alone after that. In the
-// cluster split (half types, for few tiles with long contractions) the
-// blocks of a thread-block cluster take the same 128 x 128 tiles, each its
-// share of the (h-tile, r) steps, and add their float32 sums in split order
-// through distributed shared memory (wgmma_epilogue.cuh). The tiles and
-// shared memory are in wgmma_config.cuh.
+// other's multiplies. In the cluster split (half types, for few tiles with
+// long contractions) the blocks of a thread-block cluster take the same
+// 128 x 128 tiles, each its share of the (h-tile, r) steps, and add their
+// float32 sums in split order through distributed shared memory
+// (wgmma_epilogue.cuh). The tiles and shared memory are in
+// wgmma_config.cuh.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -82,17 +79,16 @@ __device__ __forceinline__ void split_in_place(const void* values,
 /// cluster split each cluster) taking the kBM x kBN tiles of out in turn,
 /// columns fastest (the tiles in flight share their x rows in L2). kThreads
 /// threads; dynamic shared memory
-/// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit,
-/// kStationary>>).
+/// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit>>).
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit,
-          bool kStationary, typename TmaA, typename TmaB, typename TmaC>
+          typename TmaA, typename TmaB, typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
                                const __grid_constant__ TmaB tma_b,
                                const __grid_constant__ TmaC tma_c,
                                const GatherLinearParams<T> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kStationary>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
   using Pipeline = typename Cfg::Pipeline;
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN;
   // The threads that multiply a tile (and release its stages).
@@ -199,18 +195,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int step = 0; step < steps; ++step) {
         pipeline.producer_acquire(state);
         auto* full = pipeline.producer_get_barrier(state);
-        // The block's tiles share one column tile (the launcher deals them
-        // in strides of whole rows of tiles): its weight comes once, each
-        // step with the first tile's x stage, on that stage's barrier. A
-        // later tile's stage in the same slot completes after it.
-        if (kStationary && tile == first_tile) {
-          pipeline.producer_expect_transaction(state, Cfg::kWeightStepBytes);
-          copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, step));
-        }
         copy(tma_a.with(*full), tAgA(_, h_tile, r), tAsA(_, state.index()));
-        if constexpr (!kStationary) {
-          copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, state.index()));
-        }
+        copy(tma_b.with(*full), tBgB(_, h_tile, r), tBsB(_, state.index()));
         ++state;
         if (++h_tile == k_tiles) {
           h_tile = 0;
@@ -236,8 +222,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto out_coords = make_identity_tensor(
       make_shape(static_cast<int>(p.B), static_cast<int>(p.K)));
 
-  cutlass::PipelineState<Cfg::kRingStages> read;
-  cutlass::PipelineState<Cfg::kRingStages> release;
+  cutlass::PipelineState<kStages> read;
+  cutlass::PipelineState<kStages> release;
   typename BiasPipeline::PipelineState bias_read;
   // A stage goes back to this block's producer. The pipeline's own release
   // arrives at the first block of the cluster, whose ring it takes to be
@@ -373,8 +359,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         pipeline.consumer_wait(read);
         warpgroup_fence_operand(accum);
         warpgroup_arrive();
-        gemm(mma, tCrA(_, _, _, read.index()),
-             tCrB(_, _, _, kStationary ? step : read.index()), accum);
+        gemm(mma, tCrA(_, _, _, read.index()), tCrB(_, _, _, read.index()),
+             accum);
         warpgroup_commit_batch();
         // The previous stage's multiplies are done once at most this one is
         // in flight: its slot goes back to the producer.

@@ -9,16 +9,16 @@
 #include "dependent_launch.cuh"
 #include "gather_linear_kernel.h"
 #include "resident_clusters.cuh"
+#include "stationary_kernel.cuh"
 #include "wgmma_kernel.cuh"
 
 namespace fgl::cuda {
 namespace {
 
-template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false,
-          bool kStationary = false>
+template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false>
 cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
   using namespace wgmma;
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kStationary>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
   using Loaded = typename Cfg::Loaded;
   const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor<Loaded>(p),
                                    typename Cfg::SmemLayoutA{}(_, _, 0),
@@ -33,17 +33,13 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
       err != cudaSuccess) {
     return err;
   }
-  const int64_t n_tiles = (p.K + Cfg::kBN - 1) / Cfg::kBN;
-  const int64_t tiles = (p.B + Cfg::kBM - 1) / Cfg::kBM * n_tiles;
-  if (kStationary &&
-      (n_tiles > sm_count ||
-       (p.H + Cfg::kBK - 1) / Cfg::kBK * p.R > Cfg::kStationarySteps)) {
-    return cudaErrorInvalidValue;  // kernel_choice.h routes neither here
-  }
+  const int64_t tiles =
+      (p.B + Cfg::kBM - 1) / Cfg::kBM * ((p.K + Cfg::kBN - 1) / Cfg::kBN);
   const auto start = [&](const auto& tma_c) {
-    const auto kernel = gather_linear_wgmma_kernel<
-        T, kSplit, kPingpong, kClusterSplit, kStationary, decltype(tma_a),
-        decltype(tma_b), std::decay_t<decltype(tma_c)>>;
+    const auto kernel =
+        gather_linear_wgmma_kernel<T, kSplit, kPingpong, kClusterSplit,
+                                   decltype(tma_a), decltype(tma_b),
+                                   std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
     if (const auto err = cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
@@ -70,11 +66,8 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
       if (splits < 2) return cudaErrorInvalidValue;
       groups = std::max(resident[splits], 1);
     }
-    int64_t resident = std::min<int64_t>(tiles, groups);
-    // The stationary weight: each block keeps one column tile, so blocks
-    // come in whole rows of tiles.
-    if constexpr (kStationary) resident -= resident % n_tiles;
-    const auto blocks = static_cast<unsigned>(resident * splits);
+    const auto blocks =
+        static_cast<unsigned>(std::min<int64_t>(tiles, groups) * splits);
     return launch_dependent(kernel, dim3(blocks), dim3(kThreads), smem_bytes,
                             stream, static_cast<unsigned>(splits), tma_a, tma_b,
                             tma_c, p);
@@ -84,6 +77,54 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
     return start(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
                                typename Cfg::SmemLayoutC{},
                                typename Cfg::TileC{}));
+  }
+  return start(NoTmaStore{});
+}
+
+// The stationary weight in registers (stationary_kernel.cuh).
+template <typename T>
+cudaError_t launch_stationary(const GatherLinearParams<T>& p,
+                              cudaStream_t stream) {
+  using namespace wgmma;
+  using namespace wgmma::stationary;
+  using L = Layouts<T>;
+  const auto tma_x =
+      make_tma_atom(SM90_TMA_LOAD{}, x_tensor<typename L::Element>(p),
+                    typename L::SmemRing{}(_, _, 0), typename L::TileX{});
+  const auto tma_w =
+      make_tma_atom(SM90_TMA_LOAD{}, weight_tensor<typename L::Element>(p),
+                    typename L::SmemRing{}(_, _, 0), typename L::TileW{});
+  int device = 0, sm_count = 0;
+  if (const auto err = cudaGetDevice(&device); err != cudaSuccess) return err;
+  if (const auto err = cudaDeviceGetAttribute(
+          &sm_count, cudaDevAttrMultiProcessorCount, device);
+      err != cudaSuccess) {
+    return err;
+  }
+  const int64_t n_tiles = (p.K + kCols - 1) / kCols;
+  const int64_t tiles = (p.B + kRows - 1) / kRows * n_tiles;
+  if (n_tiles > sm_count || (p.H + kStepC - 1) / kStepC * p.R > kMaxSteps) {
+    return cudaErrorInvalidValue;  // kernel_choice.h routes neither here
+  }
+  const auto start = [&](const auto& tma_out) {
+    const auto kernel =
+        gather_linear_stationary_kernel<T, decltype(tma_x), decltype(tma_w),
+                                        std::decay_t<decltype(tma_out)>>;
+    if (const auto err = cudaFuncSetAttribute(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+        err != cudaSuccess) {
+      return err;
+    }
+    // Blocks in whole rows of column tiles: each keeps one.
+    int64_t resident = std::min<int64_t>(tiles, sm_count);
+    resident -= resident % n_tiles;
+    return launch_dependent(kernel, dim3(static_cast<unsigned>(resident)),
+                            dim3(stationary::kThreads), kSmemBytes, stream, 1,
+                            tma_x, tma_w, tma_out, p);
+  };
+  if (out_tma_ok(p)) {
+    return start(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
+                               typename L::SmemOut{}, typename L::TileOut{}));
   }
   return start(NoTmaStore{});
 }
@@ -105,7 +146,7 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
       return launch<T, false, false, true>(p, stream);
     }
     if (route == Route::kWgmmaStationary) {
-      return launch<T, false, true, false, true>(p, stream);
+      return launch_stationary<T>(p, stream);
     }
     return launch<T, false, false>(p, stream);
   }
