@@ -15,6 +15,13 @@
 namespace fgl::cuda {
 namespace {
 
+// The current device and its multiprocessors: the persistent grids' size.
+cudaError_t current_device(int& device, int& sm_count) {
+  if (const auto err = cudaGetDevice(&device); err != cudaSuccess) return err;
+  return cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount,
+                                device);
+}
+
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false>
 cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
   using namespace wgmma;
@@ -27,10 +34,7 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
                                    typename Cfg::SmemLayoutB{}(_, _, 0),
                                    typename Cfg::TileB{});
   int device = 0, sm_count = 0;
-  if (const auto err = cudaGetDevice(&device); err != cudaSuccess) return err;
-  if (const auto err = cudaDeviceGetAttribute(
-          &sm_count, cudaDevAttrMultiProcessorCount, device);
-      err != cudaSuccess) {
+  if (const auto err = current_device(device, sm_count); err != cudaSuccess) {
     return err;
   }
   const int64_t tiles =
@@ -95,10 +99,7 @@ cudaError_t launch_stationary(const GatherLinearParams<T>& p,
       make_tma_atom(SM90_TMA_LOAD{}, weight_tensor<typename L::Element>(p),
                     typename L::SmemRing{}(_, _, 0), typename L::TileW{});
   int device = 0, sm_count = 0;
-  if (const auto err = cudaGetDevice(&device); err != cudaSuccess) return err;
-  if (const auto err = cudaDeviceGetAttribute(
-          &sm_count, cudaDevAttrMultiProcessorCount, device);
-      err != cudaSuccess) {
+  if (const auto err = current_device(device, sm_count); err != cudaSuccess) {
     return err;
   }
   const int64_t n_tiles = (p.K + kCols - 1) / kCols;
