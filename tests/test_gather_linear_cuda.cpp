@@ -215,8 +215,10 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
     // clusters of 8 or 4 (16,130,128,700 and 16,200,64,300 too), 3
     // (16,1000,128,520: 40 tiles) and 2 (4,200,128,300). The stationary
     // weight takes the contractions of up to 8 stages: 3,2100,40,2000,
-    // 1,130,128,257, 6,8400,32,520, 4,200,128,300 and 8,9000,64,512 (its
-    // buffer full, four tiles and more a block).
+    // 1,130,128,257, 6,8400,32,520, 4,200,128,300, 8,9000,64,512 (its ring
+    // round more than once a tile, two and three tiles a block), and
+    // 4,1,128,200 and 2,333,64,72, whose last column tile leaves the second
+    // consumer group 8 columns of K.
     expect_exact_and_deterministic(route, {{32, 300, 128, 520},
                                            {3, 2100, 40, 2000},
                                            {1, 130, 128, 257},
@@ -225,7 +227,9 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
                                            {16, 200, 64, 300},
                                            {16, 1000, 128, 520},
                                            {4, 200, 128, 300},
-                                           {8, 9000, 64, 512}});
+                                           {8, 9000, 64, 512},
+                                           {4, 1, 128, 200},
+                                           {2, 333, 64, 72}});
   }
 }
 
