@@ -178,8 +178,7 @@ constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
 // contraction of up to this many 64-element stages, in registers. With the
 // weight there (bench/NOTES.md, "v35") it beat every other route on the
 // H200 wherever it was measured: 1 to 8 stages, heads of 32 to 128, from
-// 256 rows, K up to 8192 (8,65536,64,512 51.9 against cat + Linear's 94.6
-// us, 8,256,64,512 5.2 against 6.1, 8,16384,64,8192 190 against 266).
+// 256 rows, K up to 8192.
 constexpr int64_t kWgmmaStationaryTileCols = 128;
 constexpr int64_t kMaxWgmmaStationarySteps = 8;
 constexpr int64_t kMinWgmmaStationaryH = 32;
