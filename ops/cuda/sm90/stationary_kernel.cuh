@@ -65,6 +65,16 @@ struct SharedStorage {
 // The dynamic shared memory's start is aligned to 1024 bytes in the kernel.
 inline constexpr int kSmemBytes = sizeof(SharedStorage) + 1024;
 
+// A place in the ring: its slot, and how many times the ring has come
+// round to it (the parity of the slot's barriers).
+struct RingPosition {
+  int slot = 0;
+  uint32_t lap = 0;
+  __device__ __forceinline__ void advance() {
+    if (++slot == kRingStages) slot = 0, ++lap;
+  }
+};
+
 // Two float32 values rounded to T and packed, the first in the low half.
 template <typename T>
 __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
@@ -122,14 +132,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     auto [tWgW, tWsW] =
         tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX),
                       group_modes<0, 2>(gW));
-    int slot = 0;
-    uint32_t lap = 0;
+    RingPosition at;
+    // The next slot, once the consumers have released it, armed for a stage.
     const auto next_slot = [&] {
-      if (lap > 0) ptx::mbarrier_wait(&smem.empty[slot], (lap - 1) & 1);
-      ptx::mbarrier_arrive_expect_tx(&smem.full[slot], kStageBytes);
-    };
-    const auto advance = [&] {
-      if (++slot == kRingStages) slot = 0, ++lap;
+      if (at.lap > 0)
+        ptx::mbarrier_wait(&smem.empty[at.slot], (at.lap - 1) & 1);
+      ptx::mbarrier_arrive_expect_tx(&smem.full[at.slot], kStageBytes);
+      return at.slot;
     };
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       // (kRows, kStepC, h-tile, r) of this tile's rows.
@@ -143,13 +152,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         // The first tile's stages each come after the weight's of the same
         // step, in a slot of their own.
         if (tile == static_cast<int>(blockIdx.x)) {
-          next_slot();
+          const int slot = next_slot();
           copy(tma_w.with(smem.full[slot]), tWgW(_, h_tile, r), tWsW(_, slot));
-          advance();
+          at.advance();
         }
-        next_slot();
+        const int slot = next_slot();
         copy(tma_x.with(smem.full[slot]), tXgX(_, h_tile, r), tXsX(_, slot));
-        advance();
+        at.advance();
         if (++h_tile == k_tiles) h_tile = 0, ++r;
       }
     }
@@ -186,8 +195,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t ring = ptx::smem_addr(&smem.ring[0][0]);
   const uint32_t piece = ptx::smem_addr(&smem.out[group][0]);
   const uint32_t epilogue_barrier = 1 + group;
-  int slot = 0;
-  uint32_t lap = 0;
+  RingPosition at;
   bool first_tile = true;
   float d[64];
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -197,12 +205,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int st = 0; st < kMaxSteps; ++st) {
       if (st < steps) {
         if (first_tile) {
-          ptx::mbarrier_wait(&smem.full[slot], lap & 1);
+          ptx::mbarrier_wait(&smem.full[at.slot], at.lap & 1);
           // Lane 8 q + i: row 8 (q % 2) + i of the warp's 16, columns
           // 16 kb + 8 (q / 2) on, in the 128-byte swizzle.
           const int row =
               64 * group + 16 * warp + 8 * (lane / 8 % 2) + lane % 8;
-          const uint32_t w = ring + static_cast<uint32_t>(slot) * kStageBytes +
+          const uint32_t w = ring +
+                             static_cast<uint32_t>(at.slot) * kStageBytes +
                              static_cast<uint32_t>(row * 128);
           CUTE_UNROLL
           for (int kb = 0; kb < 4; ++kb) {
@@ -210,13 +219,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::ldmatrix_x4(
                 a[st][kb], w + static_cast<uint32_t>((chunk ^ (row % 8)) << 4));
           }
-          if (lane == 0) ptx::mbarrier_arrive(&smem.empty[slot]);
-          if (++slot == kRingStages) slot = 0, ++lap;
+          if (lane == 0) ptx::mbarrier_arrive(&smem.empty[at.slot]);
+          at.advance();
         }
-        ptx::mbarrier_wait(&smem.full[slot], lap & 1);
+        ptx::mbarrier_wait(&smem.full[at.slot], at.lap & 1);
         ptx::wgmma_fence();
         const uint64_t b = ptx::wgmma_desc_sw128(
-            ring + static_cast<uint32_t>(slot) * kStageBytes);
+            ring + static_cast<uint32_t>(at.slot) * kStageBytes);
         CUTE_UNROLL
         for (int kb = 0; kb < 4; ++kb) {
           if (st == 0 && kb == 0) {
@@ -232,8 +241,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         // The stage before is multiplied: its slot goes back.
         ptx::wgmma_wait<1>();
         if (st > 0 && lane == 0) ptx::mbarrier_arrive(&smem.empty[last_slot]);
-        last_slot = slot;
-        if (++slot == kRingStages) slot = 0, ++lap;
+        last_slot = at.slot;
+        at.advance();
       }
     }
     first_tile = false;
