@@ -15,6 +15,8 @@
 // their epilogues fall apart. A group adds the bias, rounds, writes its
 // 128 x 64 piece of out transposed into shared memory (stmatrix .trans),
 // and the copy engine stores it while the group multiplies the next tile.
+// Where the launcher finds it pays, the blocks ask L2 for their first
+// tile's stages before the grid before them ends.
 // Against keeping the weight in shared memory, the tensor cores read 4 KB
 // of shared memory a m64n128k16 instead of 6, and the weight's 128 KB
 // deepen x's ring.
@@ -93,7 +95,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_stationary_kernel(const __grid_constant__ TmaX tma_x,
                                     const __grid_constant__ TmaW tma_w,
                                     const __grid_constant__ TmaOut tma_out,
-                                    const GatherLinearParams<T> p) {
+                                    const GatherLinearParams<T> p,
+                                    const bool ask_l2_first) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layouts<T>;
   using Element = typename L::Element;
@@ -107,6 +110,43 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int steps = k_tiles * static_cast<int>(p.R);
   const int warp_group = threadIdx.x / 128;
 
+  // The producer's view: the ring, the weight's stages of the block's
+  // column tile (kCols, kStepC, h-tile, r), x's of a row tile (kRows,
+  // kStepC, h-tile, r).
+  Tensor mX = tma_x.get_tma_tensor(shape(x_tensor<Element>(p)));
+  Tensor mW = tma_w.get_tma_tensor(shape(weight_tensor<Element>(p)));
+  Tensor sX =
+      make_tensor(make_smem_ptr(reinterpret_cast<Element*>(&smem.ring[0][0])),
+                  typename L::SmemRing{});
+  Tensor gW = local_tile(mW, typename L::TileW{},
+                         make_coord(blockIdx.x % n_tiles, _, _));
+  auto [tWgW, tWsW] =
+      tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX),
+                    group_modes<0, 2>(gW));
+  const auto x_stages = [&](int row_tile) {
+    Tensor gX = local_tile(mX, typename L::TileX{}, make_coord(row_tile, _, _));
+    return tma_partition(tma_x, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX),
+                         group_modes<0, 2>(gX));
+  };
+
+  if (threadIdx.x == 0 && ask_l2_first) {
+    // The first tile's stages asked of L2 before waiting for the grid
+    // before (safe: L2 is where that grid's writes land), shared out among
+    // the blocks that load them: each weight stage by one block of its
+    // column tile, each x stage by one block of its row tile.
+    const int row_tile = blockIdx.x / n_tiles;
+    const int col_tile = blockIdx.x % n_tiles;
+    const int blocks_per_col = gridDim.x / n_tiles;
+    auto [tXgX, tXsX] = x_stages(row_tile);
+    int h_tile = 0, r = 0;
+    for (int step = 0; step < steps; ++step) {
+      if (step % blocks_per_col == row_tile % blocks_per_col) {
+        prefetch(tma_w, tWgW(_, h_tile, r));
+      }
+      if (step % n_tiles == col_tile) prefetch(tma_x, tXgX(_, h_tile, r));
+      if (++h_tile == k_tiles) h_tile = 0, ++r;
+    }
+  }
   if (threadIdx.x == 0) {
     for (int i = 0; i < kRingStages; ++i) {
       ptx::mbarrier_init(&smem.full[i], 1);
@@ -121,17 +161,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<40>();
     if (threadIdx.x != 0) return;
     // Producer: one thread keeps the ring full.
-    Tensor mX = tma_x.get_tma_tensor(shape(x_tensor<Element>(p)));
-    Tensor mW = tma_w.get_tma_tensor(shape(weight_tensor<Element>(p)));
-    Tensor sX =
-        make_tensor(make_smem_ptr(reinterpret_cast<Element*>(&smem.ring[0][0])),
-                    typename L::SmemRing{});
-    // (kCols, kStepC, h-tile, r) of the block's column tile.
-    Tensor gW = local_tile(mW, typename L::TileW{},
-                           make_coord(blockIdx.x % n_tiles, _, _));
-    auto [tWgW, tWsW] =
-        tma_partition(tma_w, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX),
-                      group_modes<0, 2>(gW));
     RingPosition at;
     // The next slot, once the consumers have released it, armed for a stage.
     const auto next_slot = [&] {
@@ -141,12 +170,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       return at.slot;
     };
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      // (kRows, kStepC, h-tile, r) of this tile's rows.
-      Tensor gX =
-          local_tile(mX, typename L::TileX{}, make_coord(tile / n_tiles, _, _));
-      auto [tXgX, tXsX] =
-          tma_partition(tma_x, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sX),
-                        group_modes<0, 2>(gX));
+      auto [tXgX, tXsX] = x_stages(tile / n_tiles);
       int h_tile = 0, r = 0;
       for (int step = 0; step < steps; ++step) {
         // The first tile's stages each come after the weight's of the same
