@@ -67,15 +67,17 @@ void expect_exact_and_deterministic(cuda::Route route,
 // The streaming kernel where the sweep's small shapes do not reach: a
 // contraction split over a cluster of blocks (decode at 32,16,128,4096), a
 // weight ring that wraps around many times (many columns, no split), several
-// row tiles, and x's tiles in the ring at each block height (8, 16 and 32
-// rows: float32 by warp group at 16 and 32).
+// row tiles (the last one short past 32 rows), and x's tiles in the ring
+// at each block height (8, 16 and 32 rows: float32 by warp group at 16 and
+// 32).
 TEST(StreamKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_exact_and_deterministic(cuda::Route::kStream, {{32, 16, 128, 4096},
                                                         {32, 1, 128, 4096},
                                                         {16, 3, 128, 9000},
                                                         {7, 40, 64, 200},
-                                                        {8, 6, 64, 200}});
+                                                        {8, 6, 64, 200},
+                                                        {32, 200, 128, 300}});
 }
 
 // The warp-dot kernel's layouts: few columns, whose contraction warps split
@@ -93,10 +95,10 @@ TEST(WarpDotKernel, IsExactAndDeterministic) {
 // The warp-mma kernel's layouts: a contraction shorter than one chunk and
 // than the four lanes that share a row (2,64,8,33), warps splitting a long
 // contraction 16 ways, a split whose last slice is short, one and two
-// n-tiles per warp with rows past B, several row tiles, columns past K in
-// the last group, blocks of two groups with the first step prefetched
-// (8,1,128,8192 in 16-bit types); float32 through its three TF32 products,
-// float64 through the policy.
+// n-tiles per warp with rows past B, several row tiles (tens of them at
+// 8,500,64,250), columns past K in the last group, blocks of two groups
+// with the first step prefetched (8,1,128,8192 in 16-bit types); float32
+// through its three TF32 products, float64 through the policy.
 TEST(WarpMmaKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_exact_and_deterministic(cuda::Route::kWarpMma, {{2, 64, 8, 33},
@@ -105,7 +107,8 @@ TEST(WarpMmaKernel, IsExactAndDeterministic) {
                                                          {4, 12, 32, 56},
                                                          {16, 37, 64, 1001},
                                                          {32, 16, 128, 4096},
-                                                         {8, 1, 128, 8192}});
+                                                         {8, 1, 128, 8192},
+                                                         {8, 500, 64, 250}});
 }
 
 // NaN, +Inf and -Inf land where cat + linear puts them under `route`, for
@@ -218,7 +221,7 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
     // 1,130,128,257, 6,8400,32,520, 4,200,128,300, 8,9000,64,512 (its ring
     // round more than once a tile, two and three tiles a block), and
     // 4,1,128,200 and 2,333,64,72, whose last column tile leaves the second
-    // consumer group 8 columns of K.
+    // consumer group 8 columns of K, and 2,130,64,16000, 125 column tiles.
     expect_exact_and_deterministic(route, {{32, 300, 128, 520},
                                            {3, 2100, 40, 2000},
                                            {1, 130, 128, 257},
@@ -229,7 +232,8 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
                                            {4, 200, 128, 300},
                                            {8, 9000, 64, 512},
                                            {4, 1, 128, 200},
-                                           {2, 333, 64, 72}});
+                                           {2, 333, 64, 72},
+                                           {2, 130, 64, 16000}});
   }
 }
 

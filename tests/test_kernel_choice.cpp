@@ -608,24 +608,31 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // and more whose weight stays in L2.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
-  // Contractions of up to 8 stages of 64 in heads of 32 or more, from 256
-  // rows, K up to 8192: the stationary weight.
+  // Contractions of up to 8 stages of 64 in heads of 32 or more, from 128
+  // rows (past the warp-mma kernel's), K up to 16384: the stationary weight.
   for (const auto& s : {std::array<int64_t, 4>{8, 65536, 64, 512},
                         {4, 65536, 128, 512},
                         {8, 8192, 64, 1024},
                         {8, 2048, 64, 1024},
-                        {8, 256, 64, 512},
+                        {8, 512, 64, 512},
                         {1, 32768, 128, 1024},
                         {2, 16384, 64, 256},
                         {8, 16384, 32, 512},
-                        {8, 16384, 64, 8192}}) {
+                        {8, 16384, 64, 8192},
+                        {8, 8192, 64, 16384},
+                        {8, 128, 64, 4096},
+                        {8, 192, 64, 1024},
+                        {8, 128, 32, 4096},
+                        {2, 128, 64, 16384}}) {
     EXPECT_EQ(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
               Route::kWgmmaStationary);
   }
   EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 4)), Route::kWgmma);
   for (const auto& s : {std::array<int64_t, 4>{8, 200, 64, 512},
+                        {8, 128, 64, 1024},
+                        {8, 64, 64, 4096},
                         {8, 8192, 16, 512},
-                        {8, 8192, 64, 16384},
+                        {8, 8192, 64, 16512},
                         {16, 8192, 64, 512}}) {
     EXPECT_NE(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
               Route::kWgmmaStationary);
@@ -639,28 +646,24 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // Contractions of 2048 over four rows a column or more, and of 4096 over
   // 512 rows or more, in 8 to 16 of the split's 128 x 128 tiles or 33 and
   // more, and from 17 to 32 tiles a contraction of 4096 over 640 rows or
-  // more: the cluster split; other contractions or fewer rows: another
-  // route.
+  // more; contractions of 4096 and more over 128 to 511 rows in 8 to 16
+  // tiles up to K = 1024: the cluster split; other contractions or fewer
+  // rows: another route.
   struct SplitCase {
     int64_t R, B, K;
     bool split;
   };
-  for (const auto& c : {SplitCase{32, 1024, 256, true},
-                        {16, 1024, 256, true},
-                        {32, 2048, 512, true},
-                        {32, 4096, 256, true},
-                        {16, 4096, 256, true},
-                        {32, 512, 256, true},
-                        {32, 512, 2048, true},
-                        {32, 1024, 1024, true},
-                        {32, 2048, 256, true},
-                        {32, 640, 512, true},
-                        {32, 768, 640, true},
-                        {32, 512, 1024, false},
-                        {16, 2048, 256, false},
-                        {32, 256, 1024, false},
-                        {16, 1024, 1024, false},
-                        {8, 4096, 512, false},
+  for (const auto& c : {SplitCase{32, 1024, 256, true}, {16, 1024, 256, true},
+                        {32, 2048, 512, true},          {32, 4096, 256, true},
+                        {16, 4096, 256, true},          {32, 512, 256, true},
+                        {32, 512, 2048, true},          {32, 1024, 1024, true},
+                        {32, 2048, 256, true},          {32, 640, 512, true},
+                        {32, 768, 640, true},           {32, 512, 1024, false},
+                        {16, 2048, 256, false},         {32, 256, 1024, true},
+                        {32, 128, 1024, true},          {64, 128, 1024, true},
+                        {32, 128, 2048, false},         {32, 256, 2048, false},
+                        {32, 64, 1024, false},          {32, 128, 512, false},
+                        {16, 1024, 1024, false},        {8, 4096, 512, false},
                         {64, 1024, 256, false}}) {
     EXPECT_EQ(
         choose_route(h200_wgmma(c.R, c.B, 128, c.K, 2)) == Route::kWgmmaSplit,
@@ -676,7 +679,6 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(32, 512, 128, 4096, 2)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 2)),
             Route::kCublasCat);
-  EXPECT_EQ(choose_route(h200_wgmma(8, 2048, 64, 16384, 2)), Route::kCublasCat);
   // float32 through three TF32 products from 64 of its 128 x 128 tiles,
   // whatever the weight; where TF32 is allowed, one TF32 pass from 128 of
   // the 128 x 256 tiles up to K = 4096, R * H from 512 and 128 MiB of
@@ -711,6 +713,39 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // weight on cuBLAS.
   EXPECT_EQ(choose_route(h200_wgmma(32, 8, 128, 65536, 2)), Route::kWarpMma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 16, 128, 65536, 2)), Route::kCublasCat);
+}
+
+TEST(KernelChoice, HalfTypesPastThirtyTwoRowsStreamOrTakeTheWarpMmaKernel) {
+  for (const auto& s : {std::array<int64_t, 4>{8, 64, 64, 256},
+                        {8, 512, 64, 256},
+                        {8, 128, 64, 512},
+                        {4, 256, 64, 256},
+                        {16, 128, 128, 256}}) {
+    // Fewer than 1024 columns, up to 1 MiB of weight and 131072 outputs.
+    EXPECT_EQ(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
+              Route::kWarpMma)
+        << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
+  }
+  EXPECT_EQ(choose_route(h200_wgmma(8, 1024, 64, 256, 2)),
+            Route::kWgmmaStationary);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 128, 64, 256, 4)), Route::kCublasCat);
+  // Contractions past the stationary weight's 8 stages, up to 256 rows,
+  // whose 32-row tiles read up to 16 MiB of weight between them.
+  for (const auto& s : {std::array<int64_t, 4>{32, 64, 128, 256},
+                        {32, 64, 128, 1024},
+                        {32, 128, 128, 256},
+                        {32, 128, 128, 512},
+                        {32, 256, 128, 256},
+                        {16, 128, 128, 1024}}) {
+    const Problem p = h200_wgmma(s[0], s[1], s[2], s[3], 2);
+    EXPECT_EQ(choose_route(p), Route::kStream)
+        << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
+    ASSERT_TRUE(choose(p).stream.has_value());
+    EXPECT_EQ(choose(p).stream->rows_per_block, 32);
+  }
+  EXPECT_NE(choose_route(h200_wgmma(32, 512, 128, 256, 2)), Route::kStream);
+  EXPECT_NE(choose_route(h200_wgmma(16, 128, 128, 2048, 2)), Route::kStream);
+  EXPECT_NE(choose_route(h200_wgmma(8, 128, 64, 2048, 2)), Route::kStream);
 }
 
 TEST(KernelChoice, ForcedRoutesWinWhereTheyCanRun) {

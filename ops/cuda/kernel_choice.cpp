@@ -24,6 +24,12 @@ constexpr int64_t kMaxStreamRowsHalf = 16;
 // 1.34x, 24,24,128,4096 1.29x.
 constexpr int64_t kMaxStreamRowsHalfLarge = 32;
 constexpr int64_t kMinStreamWeightHalfLarge = int64_t{8} << 20;
+// Half types past 32 rows, up to 256, over contractions too long for the
+// stationary weight, where the 32-row tiles read at most 16 MiB of weight
+// between them ("v37": 32,64-256,128,256 and 16,128,128,512-1024 1.2-1.8x;
+// 32 MiB read, 32,128,128,1024, lost to the cluster split).
+constexpr int64_t kMaxStreamRowsHalfLong = 256;
+constexpr int64_t kMaxStreamReadHalfLong = int64_t{16} << 20;
 constexpr int64_t kMaxStreamRowsFloat = 64;
 // float32 past 64 rows ("v28"): to 128 rows from 16 MiB up to 128 MiB of
 // weight (32,80-128,128,4096 1.7-1.8x; 64,128,128,8192 lost, each row tile
@@ -83,6 +89,10 @@ constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
 // before "v27"). The warp-dot kernel's 2- and 4-row instances tied or won
 // where they read at most 2 MiB.
 constexpr int64_t kMinWarpMmaColumns = 1024;
+// Fewer columns past 32 rows ("v37"): up to 1 MiB of weight and 131072
+// outputs (8,64-512,64,256, 8,128,64,512, 16,128,128,256: 1.7-1.8x; twice
+// the outputs lost to the stationary weight).
+constexpr int64_t kMaxWarpMmaOutputsFewColumns = int64_t{1} << 17;
 constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{8} << 20;
 // Past two n-tiles, up to 128 rows, the weight of 8,64,1024 (1 MiB, read
 // from L2 by each row tile) still won 1.6-1.8x ("v27").
@@ -158,6 +168,13 @@ constexpr int64_t kClusterSplitLongContraction = 4096;
 constexpr int64_t kMinClusterSplitRowsLong = 512;
 constexpr int64_t kMinClusterSplitRowsLongMidTiles = 640;
 constexpr int64_t kMinClusterSplitTiles = 8;
+// The split, faster than in v24, also won over fewer rows ("v37"): 128 to
+// 511 rows, contractions of 4096 and more, 8 to 16 tiles, K up to 1024
+// (32,128,128,1024 1.22x, 64,128,128,1024 1.37x, 32,256,128,1024 1.09x;
+// K = 2048 tied).
+constexpr int64_t kMinClusterSplitRowsShort = 128;
+constexpr int64_t kMaxClusterSplitKShort = 1024;
+constexpr int64_t kMaxClusterSplitTilesShort = 16;
 constexpr int64_t kMinClusterSplitMidTiles = 17;
 constexpr int64_t kMaxClusterSplitMidTiles = 32;
 // Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
@@ -176,14 +193,14 @@ constexpr int64_t kMinWgmmaPingpongTiles = 64;
 constexpr int64_t kMaxWgmmaPingpongWeightBytes = int64_t{8} << 20;
 // Its stationary-weight kernel keeps a 128-column tile's weight, the whole
 // contraction of up to this many 64-element stages, in registers. With the
-// weight there (bench/NOTES.md, "v35") it beat every other route on the
-// H200 wherever it was measured: 1 to 8 stages, heads of 32 to 128, from
-// 256 rows, K up to 8192.
+// weight there (bench/NOTES.md, "v35", "v37") it beat every other route on
+// the H200 wherever it was measured past the warp-mma kernel's rows: 1 to 8
+// stages, heads of 32 to 128, from 128 rows, K up to 16384.
 constexpr int64_t kWgmmaStationaryTileCols = 128;
 constexpr int64_t kMaxWgmmaStationarySteps = 8;
 constexpr int64_t kMinWgmmaStationaryH = 32;
-constexpr int64_t kMinWgmmaStationaryRows = 256;
-constexpr int64_t kMaxWgmmaStationaryK = 8192;
+constexpr int64_t kMinWgmmaStationaryRows = 128;
+constexpr int64_t kMaxWgmmaStationaryK = 16384;
 // float32's three-product instance (bench/NOTES.md, "v18") beat cat +
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
@@ -206,6 +223,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t weight_bytes(const Problem& p) {
   return p.K * p.R * p.H * p.element_size;
 }
+
+// Stages of 64 elements of one head the half types' contraction takes.
+int64_t wgmma_half_steps(const Problem& p) { return ceil_div(p.H, 64) * p.R; }
 
 // Rows of B per block: the kernel's instances by element size. The tensor
 // cores take n8 tiles (float16, bfloat16, float32); the CUDA cores hold
@@ -239,6 +259,15 @@ int64_t max_stream_rows_float(const Problem& p) {
   return kMaxStreamRowsFloat;
 }
 
+// The measured table's verdict for the streaming kernel on 16-bit problems
+// past 32 rows.
+bool stream_wins_half_long(const Problem& p) {
+  const int64_t row_tiles = ceil_div(p.B, rows_per_block(2, p.B));
+  return p.B > kMaxStreamRowsHalfLarge && p.B <= kMaxStreamRowsHalfLong &&
+         wgmma_half_steps(p) > kMaxWgmmaStationarySteps &&
+         row_tiles * weight_bytes(p) <= kMaxStreamReadHalfLong;
+}
+
 // The measured table's verdict for the warp-dot kernel on the H200.
 bool warp_dot_wins(const Problem& p) {
   const int64_t row_tiles = ceil_div(p.B, warp_dot::rows_per_warp(p.B));
@@ -258,8 +287,12 @@ bool warp_dot_wins(const Problem& p) {
 
 // The measured table's verdict for the warp-mma kernel on the H200.
 bool warp_mma_wins(const Problem& p) {
-  if (p.K < kMinWarpMmaColumns) return false;
   const int64_t weight = weight_bytes(p);
+  if (p.K < kMinWarpMmaColumns) {
+    return p.element_size == 2 && p.B > kMaxStreamRowsHalfLarge &&
+           p.B * p.K <= kMaxWarpMmaOutputsFewColumns &&
+           weight <= kWarpMmaMaxWeightManyTiles;
+  }
   const int64_t rows_per_pass =
       int64_t{warp_mma::kRowsPerTile} * warp_mma::kMaxRowTiles;
   if (p.element_size == 4) {
@@ -352,7 +385,12 @@ bool wgmma_split_wins(const Problem& p) {
           : !mid_tiles && C >= kMinClusterSplitContraction &&
                 C < kClusterSplitLongContraction &&
                 p.B >= kClusterSplitRowsPerColumn * p.K;
-  return p.element_size == 2 && rows_enough && tiles >= kMinClusterSplitTiles;
+  const bool short_rows =
+      C >= kClusterSplitLongContraction && p.B >= kMinClusterSplitRowsShort &&
+      p.B < kMinClusterSplitRowsLong && p.K <= kMaxClusterSplitKShort &&
+      tiles <= kMaxClusterSplitTilesShort;
+  return p.element_size == 2 && (rows_enough || short_rows) &&
+         tiles >= kMinClusterSplitTiles;
 }
 
 // The measured table's verdict for its ping-pong schedule (v21).
@@ -362,10 +400,7 @@ bool wgmma_pingpong_wins(const Problem& p) {
          tiles <= p.sm_count && weight_bytes(p) <= kMaxWgmmaPingpongWeightBytes;
 }
 
-// Stages of 64 elements of one head the half types' contraction takes.
-int64_t wgmma_half_steps(const Problem& p) { return ceil_div(p.H, 64) * p.R; }
-
-// The measured table's verdict for its stationary-weight kernel (v35).
+// The measured table's verdict for its stationary-weight kernel (v35, v37).
 bool wgmma_stationary_wins(const Problem& p) {
   return p.element_size == 2 &&
          wgmma_half_steps(p) <= kMaxWgmmaStationarySteps &&
@@ -684,7 +719,8 @@ RouteChoice choose(const Problem& p) {
   if (p.element_size == 2) {
     stream = p.B <= kMaxStreamRowsHalf ||
              (p.B <= kMaxStreamRowsHalfLarge &&
-              weight_bytes(p) >= kMinStreamWeightHalfLarge);
+              weight_bytes(p) >= kMinStreamWeightHalfLarge) ||
+             stream_wins_half_long(p);
   } else if (p.element_size == 4) {
     stream = p.B <= max_stream_rows_float(p) &&
              weight_bytes(p) >= kMinFloatWeightBytes;
