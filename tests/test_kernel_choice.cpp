@@ -689,6 +689,22 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(32, 256, 128, 4096, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(16, 2048, 128, 16384, 4)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(4, 2048, 64, 256, 4)), Route::kCublasCat);
+  // ... and from 64 rows over many columns where the streaming and warp-mma
+  // kernels' row tiles would each read the weight: contractions up to 512
+  // from 64 rows, up to 2048 from 128; longer ones, or fewer rows, stay.
+  for (const auto& s : {std::array<int64_t, 4>{8, 128, 64, 16384},
+                        {8, 64, 64, 16384},
+                        {4, 128, 64, 16384},
+                        {8, 128, 64, 8192},
+                        {16, 128, 64, 16384},
+                        {16, 128, 128, 8192}}) {
+    EXPECT_EQ(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 4)),
+              Route::kWgmma)
+        << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
+  }
+  EXPECT_EQ(choose_route(h200_wgmma(32, 128, 128, 4096, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200_wgmma(16, 64, 128, 8192, 4)), Route::kStream);
+  EXPECT_NE(choose_route(h200_wgmma(8, 32, 64, 16384, 4)), Route::kWgmma);
   struct Tf32Case {
     int64_t R, B, H, K;
     Route route;

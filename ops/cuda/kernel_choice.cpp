@@ -205,6 +205,16 @@ constexpr int64_t kMaxWgmmaStationaryK = 16384;
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
 constexpr int64_t kMinWgmmaSplitTiles = 64;
+// There it also beat the streaming and warp-mma kernels, whose row tiles
+// each read the weight ("v37": 8,64-128,64,16384 1.35-2.1x against their
+// 0.73-1.01x; 16,128,64,16384 and 16,128,128,8192 2.3x and 1.46x against
+// 0.96x and 1.27x): from 64 rows over contractions of up to 512, from 128
+// rows up to 2048. Longer contractions kept the streaming kernel
+// (32,96-128,128,4096).
+constexpr int64_t kMaxWgmmaSplitShortContraction = 512;
+constexpr int64_t kMinWgmmaSplitRowsShort = 64;
+constexpr int64_t kMaxWgmmaSplitMidContraction = 2048;
+constexpr int64_t kMinWgmmaSplitRowsMid = 128;
 // Its one-pass TF32 instance, where the user allowed TF32 (bench/NOTES.md,
 // "v23"), beat cat + cuBLAS under TF32 from 128 of its 128 x 256 tiles up to
 // K = 4096, over the contractions (R * H from 512) and weights (to 128 MiB,
@@ -364,6 +374,17 @@ bool wgmma_wins(const Problem& p) {
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes;
+}
+
+// The measured table's verdict for float32's three TF32 products over the
+// streaming and warp-mma kernels.
+bool wgmma_float_wins_over_row_tiles(const Problem& p) {
+  const int64_t C = p.R * p.H;
+  const bool rows_enough =
+      C <= kMaxWgmmaSplitShortContraction
+          ? p.B >= kMinWgmmaSplitRowsShort
+          : C <= kMaxWgmmaSplitMidContraction && p.B >= kMinWgmmaSplitRowsMid;
+  return p.element_size == 4 && !p.tf32_allowed && rows_enough && wgmma_wins(p);
 }
 
 // Tiles of out the split schedule covers `p` with.
@@ -708,6 +729,10 @@ RouteChoice choose(const Problem& p) {
   }
   if (p.arch == kMeasuredArch && cublas_wins_half_decode(p)) {
     return taking(fallback);
+  }
+  if (p.arch == kMeasuredArch && wgmma_float_wins_over_row_tiles(p) &&
+      can_run_wgmma(p)) {
+    return taking(Route::kWgmma);
   }
   if (p.arch == kMeasuredArch && warp_mma_wins(p)) {
     if (auto plan = plan_warp_mma(p)) return taking(*plan);
