@@ -2,6 +2,9 @@
 // and the streaming kernel's plans are checked here on every machine.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <initializer_list>
+
 #include "cuda/kernel_choice.h"
 #include "cuda/stream_layout.h"
 #include "cuda/warp_dot_layout.h"
@@ -526,6 +529,21 @@ Problem h200_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
   return p;
 }
 
+using Shape = std::array<int64_t, 4>;  // R, B, H, K
+
+// Whether the policy takes `route` for each of `shapes` on an H200 whose
+// build has the Hopper kernel.
+void expect_route(std::initializer_list<Shape> shapes, int element_size,
+                  Route route, bool taken = true) {
+  for (const auto& s : shapes) {
+    EXPECT_EQ(
+        choose_route(h200_wgmma(s[0], s[1], s[2], s[3], element_size)) == route,
+        taken)
+        << route_name(route) << " at " << s[0] << "," << s[1] << "," << s[2]
+        << "," << s[3] << ", " << element_size << "-byte elements";
+  }
+}
+
 TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   const Problem p = h200_wgmma(32, 4096, 128, 4096, 2);
   EXPECT_TRUE(can_run_wgmma(p));
@@ -610,33 +628,29 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
   // Contractions of up to 8 stages of 64 in heads of 32 or more, from 128
   // rows (past the warp-mma kernel's), K up to 16384: the stationary weight.
-  for (const auto& s : {std::array<int64_t, 4>{8, 65536, 64, 512},
-                        {4, 65536, 128, 512},
-                        {8, 8192, 64, 1024},
-                        {8, 2048, 64, 1024},
-                        {8, 512, 64, 512},
-                        {1, 32768, 128, 1024},
-                        {2, 16384, 64, 256},
-                        {8, 16384, 32, 512},
-                        {8, 16384, 64, 8192},
-                        {8, 8192, 64, 16384},
-                        {8, 128, 64, 4096},
-                        {8, 192, 64, 1024},
-                        {8, 128, 32, 4096},
-                        {2, 128, 64, 16384}}) {
-    EXPECT_EQ(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
-              Route::kWgmmaStationary);
-  }
+  expect_route({{8, 65536, 64, 512},
+                {4, 65536, 128, 512},
+                {8, 8192, 64, 1024},
+                {8, 2048, 64, 1024},
+                {8, 512, 64, 512},
+                {1, 32768, 128, 1024},
+                {2, 16384, 64, 256},
+                {8, 16384, 32, 512},
+                {8, 16384, 64, 8192},
+                {8, 8192, 64, 16384},
+                {8, 128, 64, 4096},
+                {8, 192, 64, 1024},
+                {8, 128, 32, 4096},
+                {2, 128, 64, 16384}},
+               2, Route::kWgmmaStationary);
   EXPECT_EQ(choose_route(h200_wgmma(8, 65536, 64, 512, 4)), Route::kWgmma);
-  for (const auto& s : {std::array<int64_t, 4>{8, 200, 64, 512},
-                        {8, 128, 64, 1024},
-                        {8, 64, 64, 4096},
-                        {8, 8192, 16, 512},
-                        {8, 8192, 64, 16512},
-                        {16, 8192, 64, 512}}) {
-    EXPECT_NE(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
-              Route::kWgmmaStationary);
-  }
+  expect_route({{8, 200, 64, 512},
+                {8, 128, 64, 1024},
+                {8, 64, 64, 4096},
+                {8, 8192, 16, 512},
+                {8, 8192, 64, 16512},
+                {16, 8192, 64, 512}},
+               2, Route::kWgmmaStationary, false);
   // From 64 of those tiles to one a multiprocessor, up to 8 MiB of weight:
   // the ping-pong schedule.
   EXPECT_EQ(choose_route(h200_wgmma(32, 8192, 128, 256, 2)),
@@ -692,16 +706,13 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // ... and from 64 rows over many columns where the streaming and warp-mma
   // kernels' row tiles would each read the weight: contractions up to 512
   // from 64 rows, up to 2048 from 128; longer ones, or fewer rows, stay.
-  for (const auto& s : {std::array<int64_t, 4>{8, 128, 64, 16384},
-                        {8, 64, 64, 16384},
-                        {4, 128, 64, 16384},
-                        {8, 128, 64, 8192},
-                        {16, 128, 64, 16384},
-                        {16, 128, 128, 8192}}) {
-    EXPECT_EQ(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 4)),
-              Route::kWgmma)
-        << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
-  }
+  expect_route({{8, 128, 64, 16384},
+                {8, 64, 64, 16384},
+                {4, 128, 64, 16384},
+                {8, 128, 64, 8192},
+                {16, 128, 64, 16384},
+                {16, 128, 128, 8192}},
+               4, Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 128, 128, 4096, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200_wgmma(16, 64, 128, 8192, 4)), Route::kStream);
   EXPECT_NE(choose_route(h200_wgmma(8, 32, 64, 16384, 4)), Route::kWgmma);
@@ -732,22 +743,19 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
 }
 
 TEST(KernelChoice, HalfTypesPastThirtyTwoRowsStreamOrTakeTheWarpMmaKernel) {
-  for (const auto& s : {std::array<int64_t, 4>{8, 64, 64, 256},
-                        {8, 512, 64, 256},
-                        {8, 128, 64, 512},
-                        {4, 256, 64, 256},
-                        {16, 128, 128, 256}}) {
-    // Fewer than 1024 columns, up to 1 MiB of weight and 131072 outputs.
-    EXPECT_EQ(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
-              Route::kWarpMma)
-        << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
-  }
+  // Fewer than 1024 columns, up to 1 MiB of weight and 131072 outputs.
+  expect_route({{8, 64, 64, 256},
+                {8, 512, 64, 256},
+                {8, 128, 64, 512},
+                {4, 256, 64, 256},
+                {16, 128, 128, 256}},
+               2, Route::kWarpMma);
   EXPECT_EQ(choose_route(h200_wgmma(8, 1024, 64, 256, 2)),
             Route::kWgmmaStationary);
   EXPECT_EQ(choose_route(h200_wgmma(8, 128, 64, 256, 4)), Route::kCublasCat);
   // Contractions past the stationary weight's 8 stages, up to 256 rows,
   // whose 32-row tiles read up to 16 MiB of weight between them.
-  for (const auto& s : {std::array<int64_t, 4>{32, 64, 128, 256},
+  for (const auto& s : {Shape{32, 64, 128, 256},
                         {32, 64, 128, 1024},
                         {32, 128, 128, 256},
                         {32, 128, 128, 512},
