@@ -761,15 +761,14 @@ TEST(KernelChoice, HalfTypesPastThirtyTwoRowsStreamOrTakeTheWarpMmaKernel) {
                         {32, 128, 128, 512},
                         {32, 256, 128, 256},
                         {16, 128, 128, 1024}}) {
-    const Problem p = h200_wgmma(s[0], s[1], s[2], s[3], 2);
-    EXPECT_EQ(choose_route(p), Route::kStream)
+    const RouteChoice choice = choose(h200_wgmma(s[0], s[1], s[2], s[3], 2));
+    EXPECT_EQ(choice.route, Route::kStream)
         << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
-    ASSERT_TRUE(choose(p).stream.has_value());
-    EXPECT_EQ(choose(p).stream->rows_per_block, 32);
+    ASSERT_TRUE(choice.stream.has_value());
+    EXPECT_EQ(choice.stream->rows_per_block, 32);
   }
-  EXPECT_NE(choose_route(h200_wgmma(32, 512, 128, 256, 2)), Route::kStream);
-  EXPECT_NE(choose_route(h200_wgmma(16, 128, 128, 2048, 2)), Route::kStream);
-  EXPECT_NE(choose_route(h200_wgmma(8, 128, 64, 2048, 2)), Route::kStream);
+  expect_route({{32, 512, 128, 256}, {16, 128, 128, 2048}, {8, 128, 64, 2048}},
+               2, Route::kStream, false);
 }
 
 TEST(KernelChoice, ForcedRoutesWinWhereTheyCanRun) {
