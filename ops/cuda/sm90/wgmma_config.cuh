@@ -45,6 +45,7 @@ inline constexpr int kStages = 4;
 inline constexpr int kChunkRows = 64;         // out goes back in 64-row pieces
 inline constexpr int kConsumerThreads = 256;  // two warp groups
 inline constexpr int kThreads = 128 + kConsumerThreads;
+inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
 /// kSplit: float32 as three TF32 products of split values (float32
 /// accuracy) instead of one TF32 pass. kPingpong: each consumer warp group

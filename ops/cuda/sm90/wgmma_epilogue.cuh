@@ -156,14 +156,26 @@ __device__ __forceinline__ void add_in_cluster(
   constexpr int kQuads = kBN / 4;  // four columns a thread at a time
   for (int e = consumer; e < rows * kQuads; e += kConsumerThreads) {
     const int row = first_row + e / kQuads, column = 4 * (e % kQuads);
+    // Every block's sums asked for before the first add: one round trip
+    // across the cluster, not one a block. Added in split order all the
+    // same, so the bits do not depend on which answer comes first.
+    float4 w[kMaxClusterSplits];
+    CUTE_UNROLL
+    for (int q = 0; q < kMaxClusterSplits; ++q) {
+      if (q < splits) {
+        w[q] = *reinterpret_cast<const float4*>(
+            cluster.map_shared_rank(sums + row * kPitch + column, q));
+      }
+    }
     float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int q = 0; q < splits; ++q) {
-      const float4 w = *reinterpret_cast<const float4*>(
-          cluster.map_shared_rank(sums + row * kPitch + column, q));
-      v[0] += w.x;
-      v[1] += w.y;
-      v[2] += w.z;
-      v[3] += w.w;
+    CUTE_UNROLL
+    for (int q = 0; q < kMaxClusterSplits; ++q) {
+      if (q < splits) {
+        v[0] += w[q].x;
+        v[1] += w[q].y;
+        v[2] += w[q].z;
+        v[3] += w[q].w;
+      }
     }
     const int64_t m = int64_t{m_block} * kBM + row;
     if (m >= p.B) continue;

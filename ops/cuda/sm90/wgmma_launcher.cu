@@ -15,6 +15,9 @@
 namespace fgl::cuda {
 namespace {
 
+static_assert(kWgmmaClusterSplitSizes[0] <= wgmma::kMaxClusterSplits,
+              "the cluster split's epilogue holds every block's sums");
+
 // The current device and its multiprocessors: the persistent grids' size.
 cudaError_t current_device(int& device, int& sm_count) {
   if (const auto err = cudaGetDevice(&device); err != cudaSuccess) return err;
