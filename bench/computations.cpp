@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
 
 #include "fgl/gather_linear.h"
 
@@ -51,7 +52,7 @@ at::Tensor run_computation(Computation c, const Inputs& in) {
 }
 
 std::array<double, kComputations.size()> relative_errors(
-    const Case& c, const c10::Device& device) {
+    const Case& c, const c10::Device& device, bool fgl_only) {
   const Inputs in = random_inputs(c, device);
   const auto to_ref = [](const at::Tensor& t) {
     return t.to(at::kCPU).to(at::kDouble);
@@ -59,8 +60,9 @@ std::array<double, kComputations.size()> relative_errors(
   const at::Tensor ref = at::linear(at::cat(to_ref(in.x).unbind(0), -1),
                                     to_ref(in.weight), to_ref(in.bias));
   const double ref_norm = ref.norm().item<double>();
-  std::array<double, kComputations.size()> errors{};
-  for (size_t i = 0; i < kComputations.size(); ++i) {
+  std::array<double, kComputations.size()> errors;
+  errors.fill(std::numeric_limits<double>::quiet_NaN());
+  for (size_t i = 0; i < computations_run(fgl_only); ++i) {
     const at::Tensor out = to_ref(run_computation(kComputations[i], in));
     errors[i] = (out - ref).norm().item<double>() / ref_norm;
   }

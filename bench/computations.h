@@ -22,6 +22,13 @@ inline constexpr std::array<Computation, 3> kComputations = {
 /// Their places in kComputations (and in the arrays kept in its order).
 inline constexpr size_t kFusedIndex = 0, kCatIndex = 1, kPermuteIndex = 2;
 
+/// How many of kComputations run: all, or with `fgl_only` the fused op
+/// alone (kComputations begins with it).
+constexpr size_t computations_run(bool fgl_only) {
+  static_assert(kFusedIndex == 0);
+  return fgl_only ? 1 : kComputations.size();
+}
+
 /// Short name: "fgl", "cat_linear", "permute_linear" (used as JSON keys).
 const char* computation_name(Computation c);
 
@@ -44,8 +51,9 @@ at::Tensor run_computation(Computation c, const Inputs& in);
 
 /// ||out - ref|| / ||ref|| of each computation (kComputations order) on one set
 /// of fresh random inputs made on `device`; ref is computed in float64 on the
-/// CPU from the same (dtype-rounded) inputs.
+/// CPU from the same (dtype-rounded) inputs. NaN for those past
+/// computations_run(fgl_only), which do not run.
 std::array<double, kComputations.size()> relative_errors(
-    const Case& c, const c10::Device& device);
+    const Case& c, const c10::Device& device, bool fgl_only);
 
 }  // namespace fgl::bench

@@ -89,6 +89,9 @@ void print_preamble(const Options& opt, const fgl::bench::RunInfo& info) {
                                  : "policy");
   std::printf("TF32 in cuBLAS float32 matmuls: %s\n",
               info.tf32 ? "on (--allow-tf32)" : "off");
+  if (opt.run.fgl_only) {
+    std::printf("computations: fgl alone (--fgl-only)\n");
+  }
   std::printf("errors: ||out - ref|| / ||ref||, ref in float64 on the CPU\n\n");
 }
 

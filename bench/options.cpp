@@ -113,6 +113,8 @@ Options parse_options(int argc, const char* const* argv) {
      cxxopts::value<std::string>()->default_value("policy"), "ROUTE")
     ("allow-tf32", "allow TF32 in cuBLAS float32 matmuls "
      "(float32 matmul precision \"high\")")
+    ("fgl-only", "run the fused op alone, for a profiler or sanitizer to "
+     "see no other kernel (its error is still checked against float64)")
     ("h,help", "print this help");
   // clang-format on
 
@@ -134,6 +136,7 @@ Options parse_options(int argc, const char* const* argv) {
   }
   opt.quick = r.count("quick") > 0;
   opt.allow_tf32 = r.count("allow-tf32") > 0;
+  opt.run.fgl_only = r.count("fgl-only") > 0;
   if (r.count("json")) opt.json_path = r["json"].as<std::string>();
   opt.device = r.count("device") ? parse_device(r["device"].as<std::string>())
                                  : default_device();

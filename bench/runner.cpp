@@ -33,20 +33,25 @@ CaseResult run_case(const Case& c, const c10::Device& device,
   CaseResult result;
   result.c = c;
   result.floor = roofline(c, config.tf32);
+  result.fgl_only = config.fgl_only;
+  const size_t computations = computations_run(config.fgl_only);
 
   if (device.is_cpu()) {
     const Inputs in = random_inputs(c, device);
     std::vector<std::function<void()>> calls;
-    for (const Computation computation : kComputations) {
-      calls.emplace_back(
-          [&in, computation] { run_computation(computation, in); });
+    for (size_t p = 0; p < computations; ++p) {
+      calls.emplace_back([&in, computation = kComputations[p]] {
+        run_computation(computation, in);
+      });
     }
     const auto turns =
         timing::time_calls_in_turns(calls, config.warmup, config.replays);
     const auto stats = turns.stats();
     std::copy(stats.begin(), stats.end(), result.latency.begin());
-    result.paired_speedup = timing::median_ratio(turns.samples_us[kCatIndex],
-                                                 turns.samples_us[kFusedIndex]);
+    if (!config.fgl_only) {
+      result.paired_speedup = timing::median_ratio(
+          turns.samples_us[kCatIndex], turns.samples_us[kFusedIndex]);
+    }
   } else {
 #ifdef FGL_BENCH_CUDA
     std::vector<Inputs> sets = {random_inputs(c, device)};
@@ -61,7 +66,7 @@ CaseResult run_case(const Case& c, const c10::Device& device,
         (calls + result.copies - 1) / result.copies * result.copies;
     const GraphTimingConfig graph_config{result.calls_per_graph, config.warmup,
                                          config.replays};
-    for (size_t p = 0; p < kComputations.size(); ++p) {
+    for (size_t p = 0; p < computations; ++p) {
       const Computation computation = kComputations[p];
       result.latency[p] = time_graph_replays(
           [&](int64_t i) {
@@ -75,7 +80,7 @@ CaseResult run_case(const Case& c, const c10::Device& device,
 #endif
   }
 
-  result.rel_error = relative_errors(c, device);
+  result.rel_error = relative_errors(c, device, config.fgl_only);
   return result;
 }
 

@@ -24,6 +24,9 @@ struct RunConfig {
   int64_t rotate_bytes = int64_t{200} << 20;
   int64_t max_copies = 4096;
   bool tf32 = false;  // TF32 allowed for cuBLAS (affects the floor)
+  // Only the fused op runs (its error still checked against float64), so
+  // that a profiler or sanitizer sees no kernel but fgl's.
+  bool fgl_only = false;
 };
 
 struct CaseResult {
@@ -32,6 +35,7 @@ struct CaseResult {
   std::array<timing::LatencyStats, kComputations.size()>
       latency;                                           // kComputations order
   std::array<double, kComputations.size()> rel_error{};  // kComputations order
+  bool fgl_only = false;        // the other computations did not run
   int64_t copies = 1;           // operand sets rotated through
   int64_t calls_per_graph = 0;  // 0 on the CPU
   // The CPU's calls timed in turns: cat + Linear's time over fgl's, the

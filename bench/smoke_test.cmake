@@ -1,5 +1,6 @@
 # ctest smoke test of fgl_bench on the CPU: it exits 0 and its --json output
-# is an array of records with the expected keys.
+# is an array of records with the expected keys; with --fgl-only the other
+# computations' columns are empty.
 # Usage: cmake -DFGL_BENCH=<fgl_bench> -DJSON=<out.json> -P smoke_test.cmake
 execute_process(
   COMMAND "${FGL_BENCH}" --device cpu --quick --shapes 2,3,8,5
@@ -52,3 +53,31 @@ foreach(i RANGE ${last})
   endif()
 endforeach()
 message(STATUS "fgl_bench smoke test: ${n} records with every key")
+
+# --fgl-only: the fused op alone, still checked against float64; the other
+# computations' times, errors and the speed-up are null, not zero.
+execute_process(
+  COMMAND "${FGL_BENCH}" --device cpu --quick --shapes 3,5,7,9 --fgl-only
+          --json "${JSON}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fgl_bench --fgl-only exited with ${rc}")
+endif()
+if(NOT out MATCHES "computations: fgl alone")
+  message(FATAL_ERROR "fgl_bench --fgl-only did not say so in its preamble")
+endif()
+file(READ "${JSON}" json)
+string(JSON us GET "${json}" 0 fgl_us)
+string(JSON err GET "${json}" 0 fgl_rel_err)
+if(NOT us GREATER 0 OR NOT err LESS 1e-5)
+  message(FATAL_ERROR "--fgl-only: fgl_us ${us}, fgl_rel_err ${err}")
+endif()
+foreach(key cat_linear_us cat_linear_rel_err permute_linear_us
+            permute_linear_p90_us speedup speedup_paired)
+  string(JSON type TYPE "${json}" 0 ${key})
+  if(NOT type STREQUAL "NULL")
+    message(FATAL_ERROR "--fgl-only: ${key} is ${type}, expected null")
+  endif()
+endforeach()
+message(STATUS "fgl_bench smoke test: --fgl-only leaves the others out")

@@ -2,8 +2,9 @@
 # Everything the GPU machine is for, in one go: build against the machine's
 # own torch, run the whole test suite (the CUDA tests run instead of
 # skipping), fgl_infer on the GPU, the benchmark, and the CUDA tests under
-# compute-sanitizer (memcheck, racecheck, initcheck). Logs go to the folder
-# given (default: gpu-logs/), eight files at most; a summary is printed last.
+# compute-sanitizer (memcheck, racecheck, initcheck; each fused kernel also
+# alone through fgl_bench). Logs go to the folder given (default:
+# gpu-logs/), eight files at most; a summary is printed last.
 # Usage: scripts/gpu_check.sh [LOG_DIR] [fgl_bench args...]
 # The Hopper tensor-core kernel is built only where CUTLASS's headers are
 # found: nvidia-cutlass importable by that machine's Python (e.g. a carried
@@ -101,6 +102,28 @@ for tool in racecheck initcheck; do
   step race-init timeout 150 compute-sanitizer --tool "$tool" \
     --error-exitcode 9 "$tests" --gtest_brief=1 --gtest_filter="$few"
 done
+
+# Each fused kernel alone (fgl_bench --fgl-only: no cuBLAS kernel in the
+# reports) under racecheck and initcheck, forced over a small shape it
+# takes: every schedule, out by plain stores (K = 300) and through the copy
+# engine (rows of 16-byte multiples).
+bench="$FGL_BUILD_DIR/bench/fgl_bench"
+if [ -x "$bench" ]; then
+  for run in wgmma:4,200,128,300:bfloat16 wgmma:4,200,128,300:float32 \
+             wgmma-pingpong:4,200,128,300:bfloat16 \
+             wgmma-split:16,130,128,700:bfloat16 \
+             wgmma-stationary:2,333,64,72:float16 \
+             stream:32,16,128,1024:bfloat16 stream:32,16,128,1024:float32 \
+             warp-mma:8,64,64,256:bfloat16 warp-dot:4,12,32,56:float32; do
+    IFS=: read -r route shape dtype <<<"$run"
+    for tool in racecheck initcheck; do
+      step race-init timeout 100 compute-sanitizer --tool "$tool" \
+        --error-exitcode 9 "$bench" --device cuda --fgl-only \
+        --route "$route" --shapes "$shape" --dtypes "$dtype" \
+        --rotate-mib 1 --calls-per-graph 1 --replays 1 --warmup 1
+    done
+  done
+fi
 
 cat "$logs/cli.log" "$logs/bench.log" 2>/dev/null
 echo "==== summary"
