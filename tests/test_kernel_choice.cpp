@@ -619,6 +619,12 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   EXPECT_EQ(choose_route(many_rows), Route::kWgmmaStationary);
   EXPECT_NE(choose_route(long_contraction), Route::kWgmmaStationary);
   force_route(std::nullopt);
+  // Its first tile asked of L2 ahead: on grids of at most half the 132
+  // multiprocessors, or with 15 tiles a block or more.
+  EXPECT_TRUE(wgmma_stationary_asks_l2_first(66, 66, 132));
+  EXPECT_FALSE(wgmma_stationary_asks_l2_first(67, 67, 132));
+  EXPECT_FALSE(wgmma_stationary_asks_l2_first(128, 14 * 128 + 127, 132));
+  EXPECT_TRUE(wgmma_stationary_asks_l2_first(128, 15 * 128, 132));
 }
 
 TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {

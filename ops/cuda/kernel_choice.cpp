@@ -201,6 +201,10 @@ constexpr int64_t kMaxWgmmaStationarySteps = 8;
 constexpr int64_t kMinWgmmaStationaryH = 32;
 constexpr int64_t kMinWgmmaStationaryRows = 128;
 constexpr int64_t kMaxWgmmaStationaryK = 16384;
+// Its first tile's stages asked of L2 ahead won on grids of half the
+// multiprocessors or fewer and where every block has this many tiles or
+// more, and lost on full grids of 1 to 4 tiles a block ("v36").
+constexpr int64_t kMinWgmmaStationaryL2FirstTiles = 15;
 // float32's three-product instance (bench/NOTES.md, "v18") beat cat +
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
@@ -683,6 +687,12 @@ bool can_run_wgmma_stationary(const Problem& p) {
   return can_run_wgmma_pingpong(p) &&
          wgmma_half_steps(p) <= kMaxWgmmaStationarySteps &&
          ceil_div(p.K, kWgmmaStationaryTileCols) <= p.sm_count;
+}
+
+bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
+                                    int sm_count) {
+  return 2 * resident <= sm_count ||
+         tiles >= kMinWgmmaStationaryL2FirstTiles * resident;
 }
 
 int wgmma_cluster_splits(int64_t tiles, int64_t steps,

@@ -158,6 +158,12 @@ bool can_run_wgmma_split(const Problem& p);
 /// 128-column tile's weight in its consumers' registers), and no more
 /// 128-column tiles than multiprocessors.
 bool can_run_wgmma_stationary(const Problem& p);
+/// Whether the stationary-weight kernel's `resident` blocks (of
+/// `sm_count` multiprocessors, over `tiles` tiles) ask L2 for their first
+/// tile's stages before they wait for the grid before them: where they
+/// fill at most half the multiprocessors or each takes many tiles.
+bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
+                                    int sm_count);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
 /// kStream.

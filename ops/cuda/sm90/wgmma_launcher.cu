@@ -122,14 +122,10 @@ cudaError_t launch_stationary(const GatherLinearParams<T>& p,
     // Blocks in whole rows of column tiles: each keeps one.
     int64_t resident = std::min<int64_t>(tiles, sm_count);
     resident -= resident % n_tiles;
-    // Asking L2 for the first tile's stages ahead won on grids of half the
-    // multiprocessors or fewer and where every block has 15 tiles or more,
-    // and lost on full grids of 1 to 4 tiles a block (bench/NOTES.md v36).
-    const bool ask_l2_first =
-        2 * resident <= sm_count || tiles >= 15 * resident;
-    return launch_dependent(kernel, dim3(static_cast<unsigned>(resident)),
-                            dim3(stationary::kThreads), kSmemBytes, stream, 1,
-                            tma_x, tma_w, tma_out, p, ask_l2_first);
+    return launch_dependent(
+        kernel, dim3(static_cast<unsigned>(resident)),
+        dim3(stationary::kThreads), kSmemBytes, stream, 1, tma_x, tma_w,
+        tma_out, p, wgmma_stationary_asks_l2_first(resident, tiles, sm_count));
   };
   if (out_tma_ok(p)) {
     return start(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
