@@ -2,19 +2,26 @@
 # is an array of records with the expected keys; with --fgl-only the other
 # computations' columns are empty.
 # Usage: cmake -DFGL_BENCH=<fgl_bench> -DJSON=<out.json> -P smoke_test.cmake
-execute_process(
-  COMMAND "${FGL_BENCH}" --device cpu --quick --shapes 2,3,8,5
-          --dtypes float32,bfloat16 --json "${JSON}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-message("${out}${err}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "fgl_bench exited with ${rc}")
-endif()
+
+# Runs fgl_bench on the CPU with ARGN and --json, failing unless it exits 0;
+# leaves what it printed in `out` and the JSON it wrote in `json`.
+function(run_bench)
+  execute_process(
+    COMMAND "${FGL_BENCH}" --device cpu --quick ${ARGN} --json "${JSON}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "fgl_bench ${ARGN} exited with ${rc}")
+  endif()
+  file(READ "${JSON}" json)
+  set(out "${out}" PARENT_SCOPE)
+  set(json "${json}" PARENT_SCOPE)
+endfunction()
+
+run_bench(--shapes 2,3,8,5 --dtypes float32,bfloat16)
 if(NOT out MATCHES "shape \\(R,B,H,K\\)")
   message(FATAL_ERROR "fgl_bench printed no table header")
 endif()
-
-file(READ "${JSON}" json)
 string(JSON type ERROR_VARIABLE parse_error TYPE "${json}")
 if(parse_error OR NOT type STREQUAL "ARRAY")
   message(FATAL_ERROR "${JSON} is not a JSON array: ${parse_error}")
@@ -56,18 +63,10 @@ message(STATUS "fgl_bench smoke test: ${n} records with every key")
 
 # --fgl-only: the fused op alone, still checked against float64; the other
 # computations' times, errors and the speed-up are null, not zero.
-execute_process(
-  COMMAND "${FGL_BENCH}" --device cpu --quick --shapes 3,5,7,9 --fgl-only
-          --json "${JSON}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-message("${out}${err}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "fgl_bench --fgl-only exited with ${rc}")
-endif()
+run_bench(--shapes 3,5,7,9 --fgl-only)
 if(NOT out MATCHES "computations: fgl alone")
   message(FATAL_ERROR "fgl_bench --fgl-only did not say so in its preamble")
 endif()
-file(READ "${JSON}" json)
 string(JSON us GET "${json}" 0 fgl_us)
 string(JSON err GET "${json}" 0 fgl_rel_err)
 if(NOT us GREATER 0 OR NOT err LESS 1e-5)
