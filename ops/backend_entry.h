@@ -1,7 +1,10 @@
-// The two entry points every compute backend registers (gather_linear and
+// The entry points every compute backend registers (gather_linear and
 // gather_linear.out), around the backend's own
 //   void run(x, weight, bias, const GatherLinearSizes&, Output& out),
-// which computes into a checked [B, K] `out.get()` with B, K and R*H > 0.
+// which computes into a checked [B, K] `out.get()` with B, K and R*H > 0,
+// and gather_linear_route, around its
+//   std::string name_route(x, weight, const GatherLinearSizes&),
+// which names the route run() takes for the same inputs.
 // Validation and out='s overlap handling are the same for every backend, so
 // they live here once.
 #pragma once
@@ -9,6 +12,7 @@
 #include <ATen/ATen.h>
 
 #include <optional>
+#include <string>
 
 #include "gather_linear_checks.h"
 
@@ -46,14 +50,19 @@ class Output {
 
 // The cases every backend answers alike, before its run(): nothing to
 // compute (B or K is 0), and an empty contraction (R or H is 0), whose out
-// is the bias (zeros without one). Returns whether `out` was answered.
+// is the bias (zeros without one).
+inline bool is_trivial(const GatherLinearSizes& s) {
+  return s.B == 0 || s.K == 0 || s.R * s.H == 0;
+}
+
+// Answers a trivial problem; returns whether `out` was answered.
 inline bool answer_trivial(const std::optional<at::Tensor>& bias,
                            const GatherLinearSizes& s, Output& out) {
+  if (!is_trivial(s)) return false;
   if (s.B == 0 || s.K == 0) {
     out.get();
     return true;
   }
-  if (s.R * s.H != 0) return false;
   if (has_bias(bias)) {
     out.get().copy_(bias->unsqueeze(0).expand({s.B, s.K}));
   } else {
@@ -102,6 +111,18 @@ at::Tensor& gather_linear_out_with(const at::Tensor& x,
   }
   run(x, weight, bias, s, given);
   return out;
+}
+
+/// What gather_linear_route answers for problems no backend multiplies.
+inline constexpr const char* kEmptyRoute = "empty";
+
+template <typename NameRoute>
+std::string gather_linear_route_with(const at::Tensor& x,
+                                     const at::Tensor& weight,
+                                     const std::optional<at::Tensor>& bias,
+                                     NameRoute name_route) {
+  const auto s = check_gather_linear_inputs(x, weight, bias);
+  return is_trivial(s) ? kEmptyRoute : name_route(x, weight, s);
 }
 
 }  // namespace fgl::detail

@@ -13,6 +13,10 @@ TORCH_LIBRARY(fgl, m) {
   m.def(
       "gather_linear.out(Tensor x, Tensor weight, Tensor? bias=None, *, "
       "Tensor(a!) out) -> Tensor(a!)");
+  // The route gather_linear takes for these inputs (fgl/gather_linear.h).
+  m.def(
+      "gather_linear_route(Tensor x, Tensor weight, Tensor? bias=None) -> "
+      "str");
 }
 
 namespace fgl {
@@ -35,6 +39,15 @@ at::Tensor& gather_linear_out(at::Tensor& out, const at::Tensor& x,
           .typed<at::Tensor&(const at::Tensor&, const at::Tensor&,
                              const std::optional<at::Tensor>&, at::Tensor&)>();
   return op.call(x, weight, bias, out);
+}
+
+std::string gather_linear_route(const at::Tensor& x, const at::Tensor& weight,
+                                const std::optional<at::Tensor>& bias) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("fgl::gather_linear_route", "")
+                       .typed<std::string(const at::Tensor&, const at::Tensor&,
+                                          const std::optional<at::Tensor>&)>();
+  return op.call(x, weight, bias);
 }
 
 }  // namespace fgl

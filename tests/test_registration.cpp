@@ -1,14 +1,15 @@
-// The op library registers one schema with CPU, CUDA, Meta and Autograd
-// kernels.
+// The op library registers gather_linear (and its out= overload) with CPU,
+// CUDA, Meta and Autograd kernels, and gather_linear_route with CPU and CUDA
+// kernels (Autograd falls through to them).
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
 namespace {
 
-c10::OperatorHandle find_op(const char* overload) {
-  auto op =
-      c10::Dispatcher::singleton().findSchema({"fgl::gather_linear", overload});
-  EXPECT_TRUE(op.has_value()) << "fgl::gather_linear." << overload;
+c10::OperatorHandle find_op(const char* overload,
+                            const char* name = "fgl::gather_linear") {
+  auto op = c10::Dispatcher::singleton().findSchema({name, overload});
+  EXPECT_TRUE(op.has_value()) << name << "." << overload;
   return *op;
 }
 
@@ -19,6 +20,9 @@ TEST(Registration, SchemaIsAsDocumented) {
   EXPECT_EQ(c10::toString(find_op("out").schema()),
             "fgl::gather_linear.out(Tensor x, Tensor weight, Tensor? "
             "bias=None, *, Tensor(a!) out) -> Tensor(a!)");
+  EXPECT_EQ(c10::toString(find_op("", "fgl::gather_linear_route").schema()),
+            "fgl::gather_linear_route(Tensor x, Tensor weight, Tensor? "
+            "bias=None) -> str");
 }
 
 TEST(Registration, EveryBackendHasAKernel) {
@@ -33,6 +37,11 @@ TEST(Registration, EveryBackendHasAKernel) {
     EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::CUDA)) << overload;
 #endif
   }
+  const auto route = find_op("", "fgl::gather_linear_route");
+  EXPECT_TRUE(route.hasKernelForDispatchKey(c10::DispatchKey::CPU));
+#ifdef FGL_WITH_CUDA
+  EXPECT_TRUE(route.hasKernelForDispatchKey(c10::DispatchKey::CUDA));
+#endif
 }
 
 }  // namespace

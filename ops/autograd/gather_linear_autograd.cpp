@@ -121,6 +121,9 @@ at::Tensor& gather_linear_out_autograd(const at::Tensor& x,
 TORCH_LIBRARY_IMPL(fgl, Autograd, m) {
   m.impl("gather_linear", &gather_linear_autograd);
   m.impl("gather_linear.out", &gather_linear_out_autograd);
+  // A route's name has no gradient: inputs that require one go straight on
+  // to their device's kernel.
+  m.impl("gather_linear_route", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace fgl

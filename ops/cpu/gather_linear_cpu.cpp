@@ -12,6 +12,8 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <string>
+
 #include "backend_entry.h"
 #include "cpu/cpu_route.h"
 #include "gather_linear_checks.h"
@@ -78,21 +80,26 @@ void gemm_slices(const at::Tensor& x, const at::Tensor& weight,
   }
 }
 
+cpu::Problem describe(const at::Tensor& x, const at::Tensor& weight,
+                      const detail::GatherLinearSizes& s) {
+  cpu::Problem p;
+  p.cpu = cpu::detect_features();
+  p.dtype = dtype_of(x.scalar_type());
+  p.R = s.R;
+  p.B = s.B;
+  p.H = s.H;
+  p.K = s.K;
+  p.dot_layout = x.stride(2) == 1 && weight.stride(1) == 1;
+  p.x_gathered_view = detail::has_gathered_view(x);
+  p.threads = at::get_num_threads();
+  return p;
+}
+
 // Computes into `out` ([B, K], checked; B, K and R*H > 0).
 void run(const at::Tensor& x, const at::Tensor& weight,
          const std::optional<at::Tensor>& bias,
          const detail::GatherLinearSizes& s, detail::Output& out) {
-  cpu::Problem problem;
-  problem.cpu = cpu::detect_features();
-  problem.dtype = dtype_of(x.scalar_type());
-  problem.R = s.R;
-  problem.B = s.B;
-  problem.H = s.H;
-  problem.K = s.K;
-  problem.dot_layout = x.stride(2) == 1 && weight.stride(1) == 1;
-  problem.x_gathered_view = detail::has_gathered_view(x);
-  problem.threads = at::get_num_threads();
-  switch (cpu::choose_route(problem)) {
+  switch (cpu::choose_route(describe(x, weight, s))) {
     case cpu::Route::kDotKernel:
 #ifdef FGL_WITH_AVX512_DOT
       AT_DISPATCH_FLOATING_TYPES_AND2(
@@ -135,11 +142,24 @@ at::Tensor gather_linear_cpu(const at::Tensor& x, const at::Tensor& weight,
   return detail::gather_linear_with(x, weight, bias, run);
 }
 
+// The route run() takes for the same inputs.
+std::string name_route(const at::Tensor& x, const at::Tensor& weight,
+                       const detail::GatherLinearSizes& s) {
+  return cpu::route_name(cpu::choose_route(describe(x, weight, s)));
+}
+
+std::string gather_linear_route_cpu(const at::Tensor& x,
+                                    const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias) {
+  return detail::gather_linear_route_with(x, weight, bias, name_route);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(fgl, CPU, m) {
   m.impl("gather_linear", &gather_linear_cpu);
   m.impl("gather_linear.out", &gather_linear_out_cpu);
+  m.impl("gather_linear_route", &gather_linear_route_cpu);
 }
 
 }  // namespace fgl

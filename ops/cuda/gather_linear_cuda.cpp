@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "backend_entry.h"
@@ -70,7 +71,7 @@ bool aligned16(const void* ptr) {
 }
 
 cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
-                       const detail::GatherLinearSizes& s, bool x_view) {
+                       const detail::GatherLinearSizes& s) {
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(x.get_device());
   const int64_t e = x.element_size();
   const int64_t vec = 16 / e;
@@ -91,7 +92,7 @@ cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
   p.x_vectors = x.stride(2) == 1 && s.H % vec == 0 && x.stride(0) % vec == 0 &&
                 x.stride(1) % vec == 0 && aligned16(x.const_data_ptr());
   p.x_tma_ok = p.x_vectors && x.stride(0) > 0 && x.stride(1) > 0;
-  p.x_gathered_view = x_view;
+  p.x_gathered_view = detail::has_gathered_view(x);
   p.tf32_allowed =
       x.scalar_type() == at::kFloat && at::globalContext().allowTF32CuBLAS();
 #ifdef FGL_WITH_WGMMA
@@ -109,8 +110,7 @@ void run(const at::Tensor& x, const at::Tensor& weight,
          const std::optional<at::Tensor>& bias,
          const detail::GatherLinearSizes& s, detail::Output& output) {
   const c10::cuda::CUDAGuard device_guard(x.device());
-  const cuda::Problem problem =
-      describe(x, weight, s, detail::has_gathered_view(x));
+  const cuda::Problem problem = describe(x, weight, s);
   const cuda::RouteChoice choice = cuda::choose(problem);
   const cuda::Route route = choice.route;
   if (route == cuda::Route::kCublasView) {
@@ -164,11 +164,25 @@ at::Tensor gather_linear_cuda(const at::Tensor& x, const at::Tensor& weight,
   return detail::gather_linear_with(x, weight, bias, run);
 }
 
+// The route run() takes for the same inputs.
+std::string name_route(const at::Tensor& x, const at::Tensor& weight,
+                       const detail::GatherLinearSizes& s) {
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  return cuda::route_name(cuda::choose(describe(x, weight, s)).route);
+}
+
+std::string gather_linear_route_cuda(const at::Tensor& x,
+                                     const at::Tensor& weight,
+                                     const std::optional<at::Tensor>& bias) {
+  return detail::gather_linear_route_with(x, weight, bias, name_route);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(fgl, CUDA, m) {
   m.impl("gather_linear", &gather_linear_cuda);
   m.impl("gather_linear.out", &gather_linear_out_cuda);
+  m.impl("gather_linear_route", &gather_linear_route_cuda);
 }
 
 }  // namespace fgl

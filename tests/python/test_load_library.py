@@ -1,5 +1,6 @@
 """libfgl_ops.so loaded into Python with torch.ops.load_library gives
-torch.ops.fgl.gather_linear, which matches cat + linear in float64."""
+torch.ops.fgl.gather_linear, which matches cat + linear in float64, and
+torch.ops.fgl.gather_linear_route, which names the route it takes."""
 import os
 
 import pytest
@@ -58,3 +59,24 @@ def test_meta_tensors_give_the_result_shape():
     out = torch.ops.fgl.gather_linear(torch.empty(4, 2, 8, device="meta"),
                                       torch.empty(16, 32, device="meta"))
     assert out.device.type == "meta" and out.shape == (2, 16)
+
+
+CPU_ROUTES = {"dot", "gemm-view", "gemm-cat", "gemm-slices"}
+
+
+def test_route_is_named_without_touching_gradients():
+    x = torch.randn(4, 12, 32, requires_grad=True)
+    weight = torch.randn(56, 128)
+    route = torch.ops.fgl.gather_linear_route(x, weight, None)
+    assert isinstance(route, str) and route in CPU_ROUTES
+    # A batch-major buffer seen head-major is a gathered view: never cat.
+    view = torch.randn(12, 4, 32).transpose(0, 1)
+    assert torch.ops.fgl.gather_linear_route(view, weight) != "gemm-cat"
+    assert torch.ops.fgl.gather_linear_route(
+        torch.randn(4, 0, 32), weight) == "empty"
+
+
+def test_route_rejects_what_the_op_rejects():
+    with pytest.raises(RuntimeError, match=r"weight must have R\*H = 8"):
+        torch.ops.fgl.gather_linear_route(torch.randn(2, 3, 4),
+                                          torch.randn(5, 9))

@@ -1,0 +1,121 @@
+// fgl::gather_linear_route: the route gather_linear takes, as the routing
+// policies choose it (and as tests and benchmarks force it), on each device.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "fgl/gather_linear.h"
+#include "test_support.h"
+
+namespace fgl::testing {
+namespace {
+
+// A batch-major [B, R, H] buffer seen head-major: its strides already hold
+// the concatenation (a gathered view).
+at::Tensor batch_major_x(int64_t R, int64_t B, int64_t H,
+                         const at::Device& dev) {
+  return random_tensor({B, R, H}, at::kFloat, dev).permute({1, 0, 2});
+}
+
+// The message of the c10::Error `fn` throws; empty where it throws none.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return {};
+}
+
+TEST(GatherLinearRoute, NamesTheForcedCpuRouteWhereItRuns) {
+  const at::Device cpu(at::kCPU);
+  const auto x = random_tensor({3, 4, 16}, at::kFloat, cpu);  // no view
+  const auto w = random_tensor({5, 48}, at::kFloat, cpu);
+  const std::string policy = gather_linear_route(x, w);
+  std::vector<std::string> names;
+  for (const auto r : cpu::kRoutes) names.emplace_back(cpu::route_name(r));
+  EXPECT_NE(std::find(names.begin(), names.end(), policy), names.end())
+      << policy;
+  {
+    const ScopedRoute forced(cpu::Route::kGemmSlices);
+    EXPECT_EQ(gather_linear_route(x, w), "gemm-slices");
+  }
+  {
+    const ScopedRoute forced(cpu::Route::kGemmCat);
+    EXPECT_EQ(gather_linear_route(x, w), "gemm-cat");
+  }
+  {
+    // A contiguous x of 4 rows has no gathered view: the policy's route.
+    const ScopedRoute forced(cpu::Route::kGemmView);
+    EXPECT_EQ(gather_linear_route(x, w), policy);
+    EXPECT_EQ(gather_linear_route(batch_major_x(3, 4, 16, cpu), w),
+              "gemm-view");
+  }
+  EXPECT_EQ(gather_linear_route(x, w), policy);  // the force is gone
+}
+
+TEST(GatherLinearRoute, NamesTheForcedCudaRouteWhereItRuns) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  const at::Device gpu(at::kCUDA, 0);
+  const auto x = random_tensor({3, 4, 16}, at::kFloat, gpu);  // no view
+  const auto w = random_tensor({5, 48}, at::kFloat, gpu);
+  const std::string policy = gather_linear_route(x, w);
+  std::vector<std::string> names;
+  for (const auto r : cuda::kRoutes) names.emplace_back(cuda::route_name(r));
+  EXPECT_NE(std::find(names.begin(), names.end(), policy), names.end())
+      << policy;
+  {
+    const ScopedRoute forced(cuda::Route::kTiled);
+    EXPECT_EQ(gather_linear_route(x, w), "tiled");
+  }
+  {
+    const ScopedRoute forced(cuda::Route::kCublasCat);
+    EXPECT_EQ(gather_linear_route(x, w), "cublas-cat");
+  }
+  {
+    const ScopedRoute forced(cuda::Route::kCublasView);
+    EXPECT_EQ(gather_linear_route(x, w), policy);
+    EXPECT_EQ(gather_linear_route(batch_major_x(3, 4, 16, gpu), w),
+              "cublas-view");
+  }
+}
+
+TEST(GatherLinearRoute, IsEmptyWhereNothingIsMultiplied) {
+  for (const auto& dev : available_devices()) {
+    SCOPED_TRACE(dev.str());
+    for (const Shape s : {Shape{2, 0, 8, 5}, Shape{2, 3, 8, 0},
+                          Shape{0, 3, 4, 5}, Shape{3, 4, 0, 5}}) {
+      SCOPED_TRACE(::testing::Message() << s);
+      const auto x = at::empty({s.R, s.B, s.H}, at::device(dev));
+      const auto w = at::empty({s.K, s.R * s.H}, at::device(dev));
+      EXPECT_EQ(gather_linear_route(x, w, at::empty({s.K}, at::device(dev))),
+                "empty");
+    }
+  }
+}
+
+TEST(GatherLinearRoute, RejectsWhatTheOpRejectsWithItsMessage) {
+  const auto x = random_tensor({2, 3, 4}, at::kFloat, at::kCPU);
+  const auto bad_weight = random_tensor({5, 9}, at::kFloat, at::kCPU);
+  const auto half_weight = random_tensor({5, 8}, at::kHalf, at::kCPU);
+  const auto bad_bias = random_tensor({4}, at::kFloat, at::kCPU);
+  const auto weight = random_tensor({5, 8}, at::kFloat, at::kCPU);
+  const std::vector<std::pair<at::Tensor, std::optional<at::Tensor>>> cases = {
+      {bad_weight, std::nullopt},
+      {half_weight, std::nullopt},
+      {weight, bad_bias}};
+  for (const auto& [w, b] : cases) {
+    const std::string op_error = error_of([&] { gather_linear(x, w, b); });
+    ASSERT_FALSE(op_error.empty());
+    EXPECT_EQ(error_of([&] { gather_linear_route(x, w, b); }), op_error);
+  }
+  EXPECT_TRUE(throws_with([&] { gather_linear_route(x, bad_weight); },
+                          {"weight", "R*H = 8"}));
+}
+
+}  // namespace
+}  // namespace fgl::testing
