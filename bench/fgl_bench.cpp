@@ -83,10 +83,17 @@ void print_preamble(const Options& opt, const fgl::bench::RunInfo& info) {
         fgl::bench::kFp32SimtFlopsPerS * 1e-12,
         fgl::bench::kTf32FlopsPerS * 1e-12, fgl::bench::kHalfFlopsPerS * 1e-12);
   }
-  std::printf("route: %s\n", opt.route ? fgl::cuda::route_name(*opt.route)
-                             : opt.cpu_route
-                                 ? fgl::cpu::route_name(*opt.cpu_route)
-                                 : "policy");
+  const char* forced = opt.route       ? fgl::cuda::route_name(*opt.route)
+                       : opt.cpu_route ? fgl::cpu::route_name(*opt.cpu_route)
+                                       : nullptr;
+  if (forced != nullptr) {
+    std::printf(
+        "routing: %s forced (the policy's route where it cannot "
+        "run; the route column says which ran)\n",
+        forced);
+  } else {
+    std::printf("routing: the policy's\n");
+  }
   std::printf("TF32 in cuBLAS float32 matmuls: %s\n",
               info.tf32 ? "on (--allow-tf32)" : "off");
   if (opt.run.fgl_only) {

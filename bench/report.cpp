@@ -42,8 +42,9 @@ nlohmann::json number_or_null(double v) {
 
 void print_table_header(std::FILE* out) {
   std::fprintf(out,
-               "%-18s %-8s %9s %10s %19s %11s %11s %8s %8s %8s %8s %8s %8s\n",
-               "shape (R,B,H,K)", "dtype", "floor us", "fgl us",
+               "%-18s %-8s %-16s %9s %10s %19s %11s %11s %8s %8s %8s %8s "
+               "%8s %8s\n",
+               "shape (R,B,H,K)", "dtype", "route", "floor us", "fgl us",
                "fgl p10-p90 us", "cat+lin us", "perm+lin us", "speedup",
                "paired", "fgl TB/s", "fgl TF/s", "err fgl", "err cat");
 }
@@ -55,9 +56,10 @@ void print_table_row(std::FILE* out, const CaseResult& r, const RunInfo& info) {
   const double fused_us = r.latency[kFusedIndex].p50_us;
   std::fprintf(
       out,
-      "%-18s %-8s %9s %10.2f %19s %11s %11s %8s %8s %8.3f %8.3f %8.1e "
-      "%8s\n",
+      "%-18s %-8s %-16s %9s %10.2f %19s %11s %11s %8s %8s %8.3f %8.3f "
+      "%8.1e %8s\n",
       shape_string(r.c).c_str(), c10::getDtypeNames(r.c.dtype).first.c_str(),
+      r.route.c_str(),
       text_or_dash(info.has_floor ? r.floor.floor_us : kNotMeasured, "%.2f")
           .c_str(),
       fused_us, spread, text_or_dash(median_us(r, kCatIndex), "%.2f").c_str(),
@@ -82,6 +84,7 @@ nlohmann::json case_record(const CaseResult& r, const RunInfo& info) {
   j["K"] = r.c.K;
   j["shape"] = shape_string(r.c);
   j["dtype"] = c10::getDtypeNames(r.c.dtype).first;
+  j["route"] = r.route;
   j["bytes"] = r.floor.bytes;
   j["flops"] = r.floor.flops;
   if (info.has_floor) {

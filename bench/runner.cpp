@@ -6,12 +6,19 @@
 #include <functional>
 #include <vector>
 
+#include "fgl/gather_linear.h"
+
 #ifdef FGL_BENCH_CUDA
 #include "graph_timer.h"
 #endif
 
 namespace fgl::bench {
 namespace {
+
+// The route fgl takes for `in` (forced or the policy's).
+std::string route_of(const Inputs& in) {
+  return gather_linear_route(in.x, in.weight, in.bias);
+}
 
 #ifdef FGL_BENCH_CUDA
 // How many operand sets to rotate through: enough that they add up to
@@ -38,6 +45,7 @@ CaseResult run_case(const Case& c, const c10::Device& device,
 
   if (device.is_cpu()) {
     const Inputs in = random_inputs(c, device);
+    result.route = route_of(in);
     std::vector<std::function<void()>> calls;
     for (size_t p = 0; p < computations; ++p) {
       calls.emplace_back([&in, computation = kComputations[p]] {
@@ -55,6 +63,7 @@ CaseResult run_case(const Case& c, const c10::Device& device,
   } else {
 #ifdef FGL_BENCH_CUDA
     std::vector<Inputs> sets = {random_inputs(c, device)};
+    result.route = route_of(sets.front());
     result.copies = choose_copies(sets.front().nbytes(),
                                   cuda_free_bytes(device.index()), config);
     while (static_cast<int64_t>(sets.size()) < result.copies) {

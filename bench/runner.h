@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "cases.h"
 #include "computations.h"
@@ -35,6 +36,7 @@ struct CaseResult {
   std::array<timing::LatencyStats, kComputations.size()>
       latency;                                           // kComputations order
   std::array<double, kComputations.size()> rel_error{};  // kComputations order
+  std::string route;            // fgl's route (fgl::gather_linear_route)
   bool fgl_only = false;        // the other computations did not run
   int64_t copies = 1;           // operand sets rotated through
   int64_t calls_per_graph = 0;  // 0 on the CPU

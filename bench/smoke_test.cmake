@@ -1,6 +1,7 @@
 # ctest smoke test of fgl_bench on the CPU: it exits 0 and its --json output
 # is an array of records with the expected keys; with --fgl-only the other
-# computations' columns are empty.
+# computations' columns are empty; with --route the record names the route
+# that ran.
 # Usage: cmake -DFGL_BENCH=<fgl_bench> -DJSON=<out.json> -P smoke_test.cmake
 
 # Runs fgl_bench on the CPU with ARGN and --json, failing unless it exits 0;
@@ -30,7 +31,7 @@ string(JSON n LENGTH "${json}")
 if(NOT n EQUAL 2)
   message(FATAL_ERROR "expected 2 records (float32, bfloat16), got ${n}")
 endif()
-set(keys device device_name timing tf32 R B H K shape dtype bytes flops
+set(keys device device_name timing tf32 R B H K shape dtype route bytes flops
     bytes_floor_us flops_floor_us floor_us
     fgl_us fgl_p10_us fgl_p90_us fgl_rel_err
     cat_linear_us cat_linear_p10_us cat_linear_p90_us cat_linear_rel_err
@@ -80,3 +81,14 @@ foreach(key cat_linear_us cat_linear_rel_err permute_linear_us
   endif()
 endforeach()
 message(STATUS "fgl_bench smoke test: --fgl-only leaves the others out")
+
+# --route: the forced route ran, and the table and the record say so.
+run_bench(--shapes 2,3,8,5 --route gemm-slices)
+if(NOT out MATCHES "routing: gemm-slices forced")
+  message(FATAL_ERROR "fgl_bench --route did not say so in its preamble")
+endif()
+string(JSON route GET "${json}" 0 route)
+if(NOT route STREQUAL "gemm-slices" OR NOT out MATCHES " gemm-slices +[0-9-]")
+  message(FATAL_ERROR "--route gemm-slices: the record names \"${route}\"")
+endif()
+message(STATUS "fgl_bench smoke test: --route names the route that ran")
