@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <sstream>
+#include <string>
+
 #include "check.h"
 #include "errors.h"
 #include "fail.h"
@@ -41,6 +44,17 @@ Chunks make_chunks(const TensorFile& input, const c10::Device& device,
   return chunks;
 }
 
+// Adds a chunk's route to its batch's: each route once, in the order the
+// chunks took them ("stream", or "stream,warp-mma" where the last chunk's
+// fewer rows route elsewhere).
+void add_route(std::string& routes, const std::string& route) {
+  std::istringstream names(routes);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name == route) return;
+  }
+  routes += (routes.empty() ? "" : ",") + route;
+}
+
 // Runs every chunk through the fused forward, checked against the reference
 // forward when `check`; returns each batch's result with its rows joined again.
 std::vector<at::Tensor> run_batches(const ModelForwards& model,
@@ -62,6 +76,7 @@ std::vector<at::Tensor> run_batches(const ModelForwards& model,
     ErrorStats errors;
     std::vector<at::Tensor> outs;
     for (const auto& x : chunks[i]) {
+      if (model.route) add_route(batch.route, model.route(x));
       outs.push_back(model.run(x));
       if (check) {
         errors.merge(compare(outs.back(), model.reference(x), tolerance));

@@ -190,6 +190,9 @@ ModelForwards weights_forwards(const models::LinearWeights& weights, int64_t R,
   forwards.reference = [model](const at::Tensor& x) mutable {
     return model->forward_reference(x);
   };
+  forwards.route = [model](const at::Tensor& x) mutable {
+    return model->route(x);
+  };
   forwards.K = options.K();
   forwards.bias = options.bias();
   forwards.dtype = dtype;
@@ -207,6 +210,7 @@ void split_over_gpus(ModelForwards& forwards,
       nccl_groups(static_cast<int>(devices.size()), kTensorParallelTimeout),
       weights.weight.to(dtype), bias, H);
   forwards.run = [runner](const at::Tensor& x) { return (*runner)(x); };
+  forwards.route = nullptr;  // each rank routes its own shard
   forwards.tensor_parallel = std::move(runner);
 }
 

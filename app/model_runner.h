@@ -21,10 +21,13 @@ namespace fgl::app {
 using Forward = std::function<at::Tensor(const at::Tensor&)>;
 
 struct ModelForwards {
-  Forward run;         // the forward under test
-  Forward reference;   // proj(cat(x.unbind(0), -1)); empty when not checked
-  std::string format;  // "torchscript" or "aoti"
-  int64_t K = 0;       // 0: unknown until the model has run
+  Forward run;        // the forward under test
+  Forward reference;  // proj(cat(x.unbind(0), -1)); empty when not checked
+  // The fused op's route for x (fgl::gather_linear_route); empty where the
+  // forward is a model's own or split over GPUs.
+  std::function<std::string(const at::Tensor&)> route;
+  std::string format;                   // "torchscript" or "aoti"
+  int64_t K = 0;                        // 0: unknown until the model has run
   std::optional<bool> bias;             // unknown for a model without weights
   c10::ScalarType dtype = c10::kFloat;  // what x must be converted to
   // --tensor-parallel: the runner behind `run`, for its per-rank times.

@@ -113,17 +113,18 @@ void print_text(const InferReport& r, std::ostream& os) {
        << "), checked against proj(cat(x.unbind(0), -1)) over its weights\n";
   }
   char line[160];
-  std::snprintf(line, sizeof(line), "  %-16s %8s %12s %12s  %s\n", "batch",
-                "rows", "max_abs_err", "max_rel_err", "check");
+  std::snprintf(line, sizeof(line), "  %-16s %8s %12s %12s  %-5s %s\n", "batch",
+                "rows", "max_abs_err", "max_rel_err", "check", "route");
   os << line;
   for (const auto& b : r.batches) {
     // Errors are measured only by the check.
     const std::string abs_err = r.checked ? format("%.3g", b.max_abs_err) : "-";
     const std::string rel_err = r.checked ? format("%.3g", b.max_rel_err) : "-";
-    std::snprintf(line, sizeof(line), "  %-16s %8lld %12s %12s  %s",
+    std::snprintf(line, sizeof(line), "  %-16s %8lld %12s %12s  %-5s %s",
                   b.name.c_str(), static_cast<long long>(b.rows),
                   abs_err.c_str(), rel_err.c_str(),
-                  !r.checked ? "-" : (b.passed ? "pass" : "FAIL"));
+                  !r.checked ? "-" : (b.passed ? "pass" : "FAIL"),
+                  b.route.empty() ? "-" : b.route.c_str());
     os << line;
     if (b.nonfinite > 0) {
       os << " (" << b.nonfinite << " NaN/inf in the result)";
@@ -208,13 +209,16 @@ void print_json(const InferReport& r, std::ostream& os) {
     return r.checked ? nlohmann::ordered_json(value) : nlohmann::ordered_json();
   };
   for (const auto& b : r.batches) {
-    batches.push_back({{"name", b.name},
-                       {"rows", b.rows},
-                       {"chunks", b.chunks},
-                       {"max_abs_err", checked(b.max_abs_err)},
-                       {"max_rel_err", checked(b.max_rel_err)},
-                       {"nonfinite", b.nonfinite},
-                       {"passed", checked(b.passed)}});
+    batches.push_back(
+        {{"name", b.name},
+         {"rows", b.rows},
+         {"chunks", b.chunks},
+         {"route", b.route.empty() ? nlohmann::ordered_json()
+                                   : nlohmann::ordered_json(b.route)},
+         {"max_abs_err", checked(b.max_abs_err)},
+         {"max_rel_err", checked(b.max_rel_err)},
+         {"nonfinite", b.nonfinite},
+         {"passed", checked(b.passed)}});
   }
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (const auto& k : r.ranks) {

@@ -16,6 +16,9 @@ struct BatchResult {
   std::string name;
   int64_t rows = 0;  // B
   int64_t chunks = 0;
+  // The fused op's route for the batch's chunks (one name, or each chunk's
+  // in order where they differ); empty where a model or several GPUs ran.
+  std::string route;
   double max_abs_err = 0;
   double max_rel_err = 0;
   int64_t nonfinite = 0;  // NaN/inf elements of the fused result

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <optional>
+#include <string>
 
 #include "fgl/gather_linear.h"
 
@@ -33,13 +34,19 @@ void GatherLinearImpl::check_input(const torch::Tensor& x) const {
       options.H(), "), got shape ", x.sizes());
 }
 
+std::optional<at::Tensor> GatherLinearImpl::bias() const {
+  if (!options.bias()) return std::nullopt;
+  return proj->bias;
+}
+
 torch::Tensor GatherLinearImpl::forward(const torch::Tensor& x) {
   check_input(x);
-  std::optional<at::Tensor> bias;
-  if (options.bias()) {
-    bias = proj->bias;
-  }
-  return fgl::gather_linear(x, proj->weight, bias);
+  return fgl::gather_linear(x, proj->weight, bias());
+}
+
+std::string GatherLinearImpl::route(const torch::Tensor& x) {
+  check_input(x);
+  return fgl::gather_linear_route(x, proj->weight, bias());
 }
 
 torch::Tensor GatherLinearImpl::forward_reference(const torch::Tensor& x) {

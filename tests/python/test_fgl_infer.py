@@ -17,6 +17,11 @@ import torch
 pytestmark = pytest.mark.filterwarnings(
     "ignore:`torch.jit.*deprecated:DeprecationWarning")
 
+# What fgl::gather_linear_route answers on the CPU and on CUDA.
+ROUTES = {"dot", "gemm-view", "gemm-cat", "gemm-slices", "warp-dot",
+          "warp-mma", "stream", "wgmma", "wgmma-pingpong", "wgmma-split",
+          "wgmma-stationary", "tiled", "cublas-view", "cublas-cat"}
+
 BINARY = os.environ["FGL_INFER"]
 MAKE_FIXTURES = os.environ.get("FGL_MAKE_FIXTURES")
 
@@ -309,6 +314,9 @@ def test_batch_size_splits_and_reassembles(tmp_path):
     summary = json.loads(result.stdout)
     assert summary["batches"][0]["chunks"] == 5
     assert summary["batches"][0]["rows"] == 23
+    # The fused op's route, each distinct one of the chunks once.
+    routes = summary["batches"][0]["route"].split(",")
+    assert len(set(routes)) == len(routes) and set(routes) <= ROUTES
     assert_matches(load(tmp_path / "y.pt")["big"],
                    reference(x, sd["weight"], sd["bias"]))
 

@@ -275,6 +275,8 @@ def test_model_without_proj_needs_no_check(tmp_path, gather_proj):
     assert report["check"]["passed"] is None
     assert all(b["max_abs_err"] is None and b["passed"] is None
                for b in report["batches"])
+    # The model's forward is its own: fgl_infer does not know its route.
+    assert all(b["route"] is None for b in report["batches"])
 
 
 def test_weights_prefix_names_the_models_layer(tmp_path, gather_proj):

@@ -9,6 +9,8 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace fgl::models {
 
@@ -35,11 +37,16 @@ struct GatherLinearImpl : torch::nn::Module {
   /// proj(cat(x.unbind(0), -1)): the unfused path, same weights.
   torch::Tensor forward_reference(const torch::Tensor& x);
 
+  /// The route forward(x) takes on x's device (fgl::gather_linear_route),
+  /// without computing it.
+  std::string route(const torch::Tensor& x);
+
   GatherLinearOptions options;
   torch::nn::Linear proj{nullptr};  // weight [K, R*H], bias [K]
 
  private:
   void check_input(const torch::Tensor& x) const;
+  std::optional<at::Tensor> bias() const;  // none where options.bias() is off
 };
 TORCH_MODULE(GatherLinear);
 
