@@ -40,19 +40,39 @@ TEST(GatherLinearCuda, CapturesOnTheCurrentStream) {
   EXPECT_TRUE(matches_reference(out, reference_gather_linear(x, w, b)));
 }
 
+// Whether this GPU routes as the H200 the shape lists below were chosen on
+// (sm_90 with 132 multiprocessors, the Hopper kernels built): there each
+// forced route must take the problems its test names, or the test would
+// check the policy's route in its place.
+bool routes_as_measured() {
+#ifdef FGL_WITH_WGMMA
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  return prop->major * 10 + prop->minor == cuda::kStreamArch &&
+         prop->multiProcessorCount == 132;
+#else
+  return false;
+#endif
+}
+
 // Runs `route` on each problem twice: the same inputs must give the same
 // bits (sums meet in a fixed order, no atomics), both close to the float64
-// reference.
-void expect_exact_and_deterministic(cuda::Route route,
-                                    const std::vector<Shape>& shapes) {
+// reference. Returns the problems the route took in at least one dtype
+// (where it cannot run one, the policy's route does).
+std::vector<Shape> expect_exact_and_deterministic(
+    cuda::Route route, const std::vector<Shape>& shapes) {
   const at::Device dev(at::kCUDA, 0);
   const ScopedRoute forced(route);
+  std::vector<Shape> taken;
   for (const auto& s : shapes) {
     for (const auto dtype : supported_dtypes()) {
       SCOPED_TRACE(::testing::Message() << s << " " << dtype);
       const auto x = random_tensor({s.R, s.B, s.H}, dtype, dev);
       const auto w = random_tensor({s.K, s.R * s.H}, dtype, dev);
       const auto b = random_tensor({s.K}, dtype, dev);
+      if (gather_linear_route(x, w, b) == cuda::route_name(route) &&
+          (taken.empty() || !(taken.back() == s))) {
+        taken.push_back(s);
+      }
       const auto first = gather_linear(x, w, b);
       auto second = at::full_like(first, NAN);
       gather_linear_out(second, x, w, b);
@@ -62,6 +82,7 @@ void expect_exact_and_deterministic(cuda::Route route,
           reference_gather_linear(x.abs(), w.abs(), b.abs())));
     }
   }
+  return taken;
 }
 
 // The streaming kernel where the sweep's small shapes do not reach: a
@@ -72,12 +93,12 @@ void expect_exact_and_deterministic(cuda::Route route,
 // 32).
 TEST(StreamKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  expect_exact_and_deterministic(cuda::Route::kStream, {{32, 16, 128, 4096},
-                                                        {32, 1, 128, 4096},
-                                                        {16, 3, 128, 9000},
-                                                        {7, 40, 64, 200},
-                                                        {8, 6, 64, 200},
-                                                        {32, 200, 128, 300}});
+  const std::vector<Shape> shapes = {{32, 16, 128, 4096}, {32, 1, 128, 4096},
+                                     {16, 3, 128, 9000},  {7, 40, 64, 200},
+                                     {8, 6, 64, 200},     {32, 200, 128, 300}};
+  const auto taken =
+      expect_exact_and_deterministic(cuda::Route::kStream, shapes);
+  if (routes_as_measured()) EXPECT_EQ(taken, shapes);
 }
 
 // The warp-dot kernel's layouts: few columns, whose contraction warps split
@@ -85,11 +106,14 @@ TEST(StreamKernel, IsExactAndDeterministic) {
 // is short; many row tiles; columns that do not fill a block.
 TEST(WarpDotKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  expect_exact_and_deterministic(cuda::Route::kWarpDot, {{32, 1, 128, 56},
-                                                         {32, 2, 128, 3},
-                                                         {9, 3, 200, 5},
-                                                         {4, 12, 32, 56},
-                                                         {16, 37, 64, 1001}});
+  const std::vector<Shape> shapes = {{32, 1, 128, 56},
+                                     {32, 2, 128, 3},
+                                     {9, 3, 200, 5},
+                                     {4, 12, 32, 56},
+                                     {16, 37, 64, 1001}};
+  const auto taken =
+      expect_exact_and_deterministic(cuda::Route::kWarpDot, shapes);
+  if (routes_as_measured()) EXPECT_EQ(taken, shapes);
 }
 
 // The warp-mma kernel's layouts: a contraction shorter than one chunk and
@@ -101,26 +125,28 @@ TEST(WarpDotKernel, IsExactAndDeterministic) {
 // through its three TF32 products, float64 through the policy.
 TEST(WarpMmaKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  expect_exact_and_deterministic(cuda::Route::kWarpMma, {{2, 64, 8, 33},
-                                                         {32, 1, 128, 56},
-                                                         {9, 3, 200, 5},
-                                                         {4, 12, 32, 56},
-                                                         {16, 37, 64, 1001},
-                                                         {32, 16, 128, 4096},
-                                                         {8, 1, 128, 8192},
-                                                         {8, 500, 64, 250}});
+  const std::vector<Shape> shapes = {{2, 64, 8, 33},     {32, 1, 128, 56},
+                                     {9, 3, 200, 5},     {4, 12, 32, 56},
+                                     {16, 37, 64, 1001}, {32, 16, 128, 4096},
+                                     {8, 1, 128, 8192},  {8, 500, 64, 250}};
+  const auto taken =
+      expect_exact_and_deterministic(cuda::Route::kWarpMma, shapes);
+  if (routes_as_measured()) EXPECT_EQ(taken, shapes);
 }
 
 // NaN, +Inf and -Inf land where cat + linear puts them under `route`, for
 // every row tile size and dtype, and the finite outputs keep their accuracy.
-void expect_nan_and_inf_as_in_the_reference(cuda::Route route) {
+// R heads of 64 (R >= 3); on the measured GPU the route must take some of
+// the problems (where it cannot run one, the policy's route does).
+void expect_nan_and_inf_as_in_the_reference(cuda::Route route, int64_t R = 3) {
   const at::Device dev(at::kCUDA, 0);
   const ScopedRoute forced(route);
   const double inf = std::numeric_limits<double>::infinity();
+  int taken = 0;
   for (const int64_t B : {4, 8, 16, 32}) {
     for (const auto dtype : supported_dtypes()) {
       SCOPED_TRACE(::testing::Message() << "B=" << B << " " << dtype);
-      const int64_t R = 3, H = 64, K = 80;
+      const int64_t H = 64, K = 80;
       // Positive values: no finite sum may cancel an infinity.
       auto x = at::rand({R, B, H}, at::kDouble) + 0.5;
       auto w = at::rand({K, R * H}, at::kDouble) + 0.5;
@@ -135,6 +161,7 @@ void expect_nan_and_inf_as_in_the_reference(cuda::Route route) {
       x = x.to(dev, dtype);
       w = w.to(dev, dtype);
       b = b.to(dev, dtype);
+      taken += gather_linear_route(x, w, b) == cuda::route_name(route);
       const auto got = gather_linear(x, w, b).cpu();
       const auto out = got.to(at::kDouble);
       const auto ref = reference_gather_linear(x, w, b);
@@ -152,6 +179,7 @@ void expect_nan_and_inf_as_in_the_reference(cuda::Route route) {
                                     ref.masked_fill(~finite, 0)));
     }
   }
+  if (routes_as_measured()) EXPECT_GT(taken, 0) << cuda::route_name(route);
 }
 
 // float32 on the tensor cores splits each value into two TF32 parts, whose
@@ -197,7 +225,8 @@ TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmma);
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaPingpong);
-  expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaSplit);
+  // The split needs 8 stages of 64 or more: 16 heads, clusters of up to 4.
+  expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaSplit, 16);
   expect_nan_and_inf_as_in_the_reference(cuda::Route::kWgmmaStationary);
 }
 
@@ -210,30 +239,38 @@ TEST(TensorCoreKernel, NanAndInfPropagateAsInTheReference) {
 // the shared one; forced to ping-pong it takes the policy's route).
 TEST(TensorCoreKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const std::vector<Shape> shapes = {
+      {32, 300, 128, 520},  {3, 2100, 40, 2000}, {1, 130, 128, 257},
+      {6, 8400, 32, 520},   {16, 130, 128, 700}, {16, 200, 64, 300},
+      {16, 1000, 128, 520}, {4, 200, 128, 300},  {8, 9000, 64, 512},
+      {4, 1, 128, 200},     {2, 333, 64, 72},    {2, 130, 64, 16000}};
+  // The split, in clusters of 2 to 8 as its tiles and stages allow
+  // (16,1000,128,520: 40 tiles in clusters of 3).
+  const std::vector<Shape> split_shapes = {
+      {32, 300, 128, 520},  {16, 130, 128, 700}, {16, 200, 64, 300},
+      {16, 1000, 128, 520}, {4, 200, 128, 300},  {4, 1, 128, 200}};
+  // The stationary weight: the contractions of up to 8 stages, its ring
+  // round more than once a tile and two and three tiles a block
+  // (6,8400,32,520, 8,9000,64,512), the last column tile leaving the second
+  // consumer group 8 columns of K (4,1,128,200 and 2,333,64,72), and 125
+  // column tiles (2,130,64,16000).
+  const std::vector<Shape> stationary_shapes = {
+      {3, 2100, 40, 2000}, {1, 130, 128, 257}, {6, 8400, 32, 520},
+      {4, 200, 128, 300},  {8, 9000, 64, 512}, {4, 1, 128, 200},
+      {2, 333, 64, 72},    {2, 130, 64, 16000}};
   for (const auto route :
        {cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
         cuda::Route::kWgmmaSplit, cuda::Route::kWgmmaStationary}) {
     SCOPED_TRACE(cuda::route_name(route));
-    // The split takes 32,300,128,520 and the last five, on the H200 in
-    // clusters of 8 or 4 (16,130,128,700 and 16,200,64,300 too), 3
-    // (16,1000,128,520: 40 tiles) and 2 (4,200,128,300). The stationary
-    // weight takes the contractions of up to 8 stages: 3,2100,40,2000,
-    // 1,130,128,257, 6,8400,32,520, 4,200,128,300, 8,9000,64,512 (its ring
-    // round more than once a tile, two and three tiles a block), and
-    // 4,1,128,200 and 2,333,64,72, whose last column tile leaves the second
-    // consumer group 8 columns of K, and 2,130,64,16000, 125 column tiles.
-    expect_exact_and_deterministic(route, {{32, 300, 128, 520},
-                                           {3, 2100, 40, 2000},
-                                           {1, 130, 128, 257},
-                                           {6, 8400, 32, 520},
-                                           {16, 130, 128, 700},
-                                           {16, 200, 64, 300},
-                                           {16, 1000, 128, 520},
-                                           {4, 200, 128, 300},
-                                           {8, 9000, 64, 512},
-                                           {4, 1, 128, 200},
-                                           {2, 333, 64, 72},
-                                           {2, 130, 64, 16000}});
+    const auto taken = expect_exact_and_deterministic(route, shapes);
+    if (!routes_as_measured()) continue;
+    if (route == cuda::Route::kWgmmaSplit) {
+      EXPECT_EQ(taken, split_shapes);
+    } else if (route == cuda::Route::kWgmmaStationary) {
+      EXPECT_EQ(taken, stationary_shapes);
+    } else {
+      EXPECT_EQ(taken, shapes);
+    }
   }
 }
 

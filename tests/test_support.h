@@ -20,6 +20,10 @@ struct Shape {
   int64_t R, B, H, K;
 };
 
+inline bool operator==(const Shape& a, const Shape& b) {
+  return a.R == b.R && a.B == b.B && a.H == b.H && a.K == b.K;
+}
+
 /// "R4_B12_H32_K56": test names and traces.
 inline std::ostream& operator<<(std::ostream& os, const Shape& s) {
   return os << "R" << s.R << "_B" << s.B << "_H" << s.H << "_K" << s.K;
