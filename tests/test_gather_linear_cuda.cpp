@@ -241,13 +241,14 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const std::vector<Shape> shapes = {
       {32, 300, 128, 520},  {3, 2100, 40, 2000}, {1, 130, 128, 257},
-      {6, 8400, 32, 520},   {16, 130, 128, 700}, {16, 200, 64, 300},
+      {6, 8400, 32, 520},   {16, 130, 128, 701}, {16, 200, 64, 300},
       {16, 1000, 128, 520}, {4, 200, 128, 300},  {8, 9000, 64, 512},
       {4, 1, 128, 200},     {2, 333, 64, 72},    {2, 130, 64, 16000}};
   // The split, in clusters of 2 to 8 as its tiles and stages allow
-  // (16,1000,128,520: 40 tiles in clusters of 3).
+  // (16,1000,128,520: 40 tiles in clusters of 3), out's rows in stores of
+  // four columns or, K odd (16,130,128,701), of one.
   const std::vector<Shape> split_shapes = {
-      {32, 300, 128, 520},  {16, 130, 128, 700}, {16, 200, 64, 300},
+      {32, 300, 128, 520},  {16, 130, 128, 701}, {16, 200, 64, 300},
       {16, 1000, 128, 520}, {4, 200, 128, 300},  {4, 1, 128, 200}};
   // The stationary weight: the contractions of up to 8 stages, its ring
   // round more than once a tile and two and three tiles a block

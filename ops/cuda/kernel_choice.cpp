@@ -177,6 +177,15 @@ constexpr int64_t kMaxClusterSplitKShort = 1024;
 constexpr int64_t kMaxClusterSplitTilesShort = 16;
 constexpr int64_t kMinClusterSplitMidTiles = 17;
 constexpr int64_t kMaxClusterSplitMidTiles = 32;
+// With out stored four columns at a time ("v39") it also won up to 32 tiles
+// over 128 to 639 rows, K up to 4096, contractions of 4096 and 8192
+// (32,128,128,4096 1.08x, 32,512,128,1024 1.10x, 32,384,128,1024 1.20x,
+// 32,128,128,2048 1.07x, 64,128,128,4096 1.09x, 64,256,128,2048 1.11x), but
+// tied over two row tiles past 1536 columns at 4096 (32,256,128,2048
+// 0.99-1.00x, left to cuBLAS); fewer rows (32,64-100,128,4096 0.87-0.96x)
+// and contractions of 2048 (16,256,128,2048 0.94x) lost.
+constexpr int64_t kMaxClusterSplitMediumContraction = 8192;
+constexpr int64_t kMaxClusterSplitKTwoRowTiles = 1536;
 // Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
 // enough for two per multiprocessor (fewer leave most of them idle for a
 // long contraction), and a weight that stays in L2 while the tiles in
@@ -397,7 +406,7 @@ int64_t wgmma_split_tiles(const Problem& p) {
          ceil_div(p.K, kWgmmaClusterSplitTileCols);
 }
 
-// The measured table's verdict for its cluster split (v22, v24).
+// The measured table's verdict for its cluster split (v22 to v39).
 bool wgmma_split_wins(const Problem& p) {
   const int64_t tiles = wgmma_split_tiles(p);
   const bool mid_tiles =
@@ -414,7 +423,15 @@ bool wgmma_split_wins(const Problem& p) {
       C >= kClusterSplitLongContraction && p.B >= kMinClusterSplitRowsShort &&
       p.B < kMinClusterSplitRowsLong && p.K <= kMaxClusterSplitKShort &&
       tiles <= kMaxClusterSplitTilesShort;
-  return p.element_size == 2 && (rows_enough || short_rows) &&
+  const bool cublas_ties = C == kClusterSplitLongContraction &&
+                           ceil_div(p.B, kWgmmaTileRows) == 2 &&
+                           p.K > kMaxClusterSplitKTwoRowTiles;
+  const bool medium_rows = C >= kClusterSplitLongContraction &&
+                           C <= kMaxClusterSplitMediumContraction &&
+                           p.B >= kMinClusterSplitRowsShort &&
+                           p.B < kMinClusterSplitRowsLongMidTiles &&
+                           tiles <= kMaxClusterSplitMidTiles && !cublas_ties;
+  return p.element_size == 2 && (rows_enough || short_rows || medium_rows) &&
          tiles >= kMinClusterSplitTiles;
 }
 

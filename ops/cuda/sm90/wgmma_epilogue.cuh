@@ -119,6 +119,12 @@ __device__ __forceinline__ void store_pieces(
   }
 }
 
+// Four adjacent columns of out, stored as one.
+template <typename T>
+struct alignas(2 * sizeof(Pair<T>)) Quad {
+  Pair<T> lo, hi;
+};
+
 // The cluster split's epilogue: the blocks of a cluster have each summed
 // their share of the tile's contraction into `accum`; each writes its sums
 // to shared memory, and block q adds the q-th slice of the tile's rows over
@@ -154,6 +160,11 @@ __device__ __forceinline__ void add_in_cluster(
   const int first_row = kBM * rank / splits;
   const int rows = kBM * (rank + 1) / splits - first_row;
   constexpr int kQuads = kBN / 4;  // four columns a thread at a time
+  static_assert(kBN % 4 == 0, "quads start at multiples of 4");
+  // A quad goes out as one store where out's rows allow it.
+  const bool quad_stores =
+      p.out_stride_k == 1 && p.out_stride_b % 4 == 0 &&
+      reinterpret_cast<uintptr_t>(p.out) % sizeof(Quad<T>) == 0;
   for (int e = consumer; e < rows * kQuads; e += kConsumerThreads) {
     const int row = first_row + e / kQuads, column = 4 * (e % kQuads);
     // Every block's sums asked for before the first add: one round trip
@@ -179,11 +190,19 @@ __device__ __forceinline__ void add_in_cluster(
     }
     const int64_t m = int64_t{m_block} * kBM + row;
     if (m >= p.B) continue;
-    T* out = p.out + m * p.out_stride_b;
-    for (int c = 0; c < 4; ++c) {
-      const int64_t n = int64_t{n_block} * kBN + column + c;
-      if (n < p.K)
-        out[n * p.out_stride_k] = from_acc<T>(v[c] + bias[column + c]);
+    const int64_t n = int64_t{n_block} * kBN + column;
+    T* out = p.out + m * p.out_stride_b + n * p.out_stride_k;
+    if (quad_stores && n + 3 < p.K) {
+      Quad<T> quad;
+      quad.lo.x = from_acc<T>(v[0] + bias[column]);
+      quad.lo.y = from_acc<T>(v[1] + bias[column + 1]);
+      quad.hi.x = from_acc<T>(v[2] + bias[column + 2]);
+      quad.hi.y = from_acc<T>(v[3] + bias[column + 3]);
+      *reinterpret_cast<Quad<T>*>(out) = quad;
+    } else {
+      for (int c = 0; c < 4 && n + c < p.K; ++c) {
+        out[c * p.out_stride_k] = from_acc<T>(v[c] + bias[column + c]);
+      }
     }
   }
   bias_pipeline.consumer_release(bias_read);
