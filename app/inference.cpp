@@ -76,6 +76,9 @@ std::vector<at::Tensor> run_batches(const ModelForwards& model,
     ErrorStats errors;
     std::vector<at::Tensor> outs;
     for (const auto& x : chunks[i]) {
+      // Each chunk asked (outside the timed passes): chunks of as many rows
+      // can still route apart, a chunk's base alignment deciding whether
+      // the copy engine can read it.
       if (model.route) add_route(batch.route, model.route(x));
       outs.push_back(model.run(x));
       if (check) {
