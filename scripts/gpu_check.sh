@@ -106,12 +106,14 @@ done
 # Each fused kernel alone (fgl_bench --fgl-only: no cuBLAS kernel in the
 # reports) under racecheck and initcheck, forced over a small shape it
 # takes: every schedule, out by plain stores (K = 300) and through the copy
-# engine (rows of 16-byte multiples).
+# engine (rows of 16-byte multiples); the cluster split's out four columns
+# a store (K = 700) and one (K odd).
 bench="$FGL_BUILD_DIR/bench/fgl_bench"
 if [ -x "$bench" ]; then
   for run in wgmma:4,200,128,300:bfloat16 wgmma:4,200,128,300:float32 \
              wgmma-pingpong:4,200,128,300:bfloat16 \
              wgmma-split:16,130,128,700:bfloat16 \
+             wgmma-split:16,130,128,701:bfloat16 \
              wgmma-stationary:2,333,64,72:float16 \
              stream:32,16,128,1024:bfloat16 stream:32,16,128,1024:float32 \
              warp-mma:8,64,64,256:bfloat16 warp-dot:4,12,32,56:float32; do
