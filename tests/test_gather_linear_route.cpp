@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fgl/gather_linear.h"
@@ -40,51 +42,45 @@ std::string error_of(Fn&& fn) {
   return {};
 }
 
-TEST(GatherLinearRoute, NamesTheForcedCpuRouteWhereItRuns) {
-  const at::Device cpu(at::kCPU);
-  const auto x = random_tensor({3, 4, 16}, at::kFloat, cpu);  // no view
-  const auto w = random_tensor({5, 48}, at::kFloat, cpu);
+// On `dev`, over an x with no gathered view: the policy's route has one of
+// `routes`' names; each route of `runnable`, forced, is taken under the name
+// given; `view`, forced, only where x's strides hold the concatenation (the
+// policy's route otherwise); the policy's again once nothing is forced.
+template <typename Route, size_t N>
+void expect_forced_routes_named(
+    const at::Device& dev, const Route (&routes)[N],
+    std::initializer_list<std::pair<Route, const char*>> runnable,
+    std::pair<Route, const char*> view) {
+  const auto x = random_tensor({3, 4, 16}, at::kFloat, dev);
+  const auto w = random_tensor({5, 48}, at::kFloat, dev);
   const std::string policy = gather_linear_route(x, w);
-  EXPECT_TRUE(names_one_of(policy, cpu::kRoutes)) << policy;
-  {
-    const ScopedRoute forced(cpu::Route::kGemmSlices);
-    EXPECT_EQ(gather_linear_route(x, w), "gemm-slices");
+  EXPECT_TRUE(names_one_of(policy, routes)) << policy;
+  for (const auto& [route, name] : runnable) {
+    const ScopedRoute forced(route);
+    EXPECT_EQ(gather_linear_route(x, w), name);
   }
   {
-    const ScopedRoute forced(cpu::Route::kGemmCat);
-    EXPECT_EQ(gather_linear_route(x, w), "gemm-cat");
-  }
-  {
-    // A contiguous x of 4 rows has no gathered view: the policy's route.
-    const ScopedRoute forced(cpu::Route::kGemmView);
+    const ScopedRoute forced(view.first);
     EXPECT_EQ(gather_linear_route(x, w), policy);
-    EXPECT_EQ(gather_linear_route(batch_major_x(3, 4, 16, cpu), w),
-              "gemm-view");
+    EXPECT_EQ(gather_linear_route(batch_major_x(3, 4, 16, dev), w),
+              view.second);
   }
   EXPECT_EQ(gather_linear_route(x, w), policy);  // the force is gone
 }
 
+TEST(GatherLinearRoute, NamesTheForcedCpuRouteWhereItRuns) {
+  expect_forced_routes_named(at::Device(at::kCPU), cpu::kRoutes,
+                             {{cpu::Route::kGemmSlices, "gemm-slices"},
+                              {cpu::Route::kGemmCat, "gemm-cat"}},
+                             {cpu::Route::kGemmView, "gemm-view"});
+}
+
 TEST(GatherLinearRoute, NamesTheForcedCudaRouteWhereItRuns) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
-  const at::Device gpu(at::kCUDA, 0);
-  const auto x = random_tensor({3, 4, 16}, at::kFloat, gpu);  // no view
-  const auto w = random_tensor({5, 48}, at::kFloat, gpu);
-  const std::string policy = gather_linear_route(x, w);
-  EXPECT_TRUE(names_one_of(policy, cuda::kRoutes)) << policy;
-  {
-    const ScopedRoute forced(cuda::Route::kTiled);
-    EXPECT_EQ(gather_linear_route(x, w), "tiled");
-  }
-  {
-    const ScopedRoute forced(cuda::Route::kCublasCat);
-    EXPECT_EQ(gather_linear_route(x, w), "cublas-cat");
-  }
-  {
-    const ScopedRoute forced(cuda::Route::kCublasView);
-    EXPECT_EQ(gather_linear_route(x, w), policy);
-    EXPECT_EQ(gather_linear_route(batch_major_x(3, 4, 16, gpu), w),
-              "cublas-view");
-  }
+  expect_forced_routes_named(
+      at::Device(at::kCUDA, 0), cuda::kRoutes,
+      {{cuda::Route::kTiled, "tiled"}, {cuda::Route::kCublasCat, "cublas-cat"}},
+      {cuda::Route::kCublasView, "cublas-view"});
 }
 
 TEST(GatherLinearRoute, IsEmptyWhereNothingIsMultiplied) {
