@@ -157,8 +157,13 @@ __device__ __forceinline__ void add_in_cluster(
   bias_pipeline.consumer_wait(bias_read);
   const float* bias = smem.bias[bias_read.index()];
   const cg::cluster_group cluster = cg::this_cluster();
+  // The block's slice of the tile's rows, those past B left out: their sums
+  // are zeros multiplied, and the cluster's bandwidth is what the adds wait
+  // on.
   const int first_row = kBM * rank / splits;
-  const int rows = kBM * (rank + 1) / splits - first_row;
+  const int rows = max(0, min(kBM * (rank + 1) / splits,
+                              static_cast<int>(p.B - int64_t{m_block} * kBM)) -
+                              first_row);
   constexpr int kQuads = kBN / 4;  // four columns a thread at a time
   static_assert(kBN % 4 == 0, "quads start at multiples of 4");
   // A quad goes out as one store where out's rows allow it.
@@ -189,7 +194,6 @@ __device__ __forceinline__ void add_in_cluster(
       }
     }
     const int64_t m = int64_t{m_block} * kBM + row;
-    if (m >= p.B) continue;
     const int64_t n = int64_t{n_block} * kBN + column;
     T* out = p.out + m * p.out_stride_b + n * p.out_stride_k;
     if (quad_stores && n + 3 < p.K) {
