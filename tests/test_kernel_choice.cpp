@@ -668,32 +668,33 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // more, and from 17 to 32 tiles a contraction of 4096 over 640 rows or
   // more; contractions of 4096 and more over 128 to 511 rows in 8 to 16
   // tiles up to K = 1024; contractions of 4096 and 8192 over 128 to 639
-  // rows in 8 to 32 tiles, but for two row tiles past 1536 columns over
-  // 4096: the cluster split; other contractions or fewer rows: another
-  // route.
+  // rows in 8 to 32 tiles, but for two row tiles past 1536 columns: the
+  // cluster split; other contractions or fewer rows: another route.
   struct SplitCase {
     int64_t R, B, K;
     bool split;
   };
-  for (const auto& c : {SplitCase{32, 1024, 256, true}, {16, 1024, 256, true},
-                        {32, 2048, 512, true},          {32, 4096, 256, true},
-                        {16, 4096, 256, true},          {32, 512, 256, true},
-                        {32, 512, 2048, true},          {32, 1024, 1024, true},
-                        {32, 2048, 256, true},          {32, 640, 512, true},
-                        {32, 768, 640, true},           {32, 512, 1024, true},
-                        {16, 2048, 256, false},         {32, 256, 1024, true},
-                        {32, 128, 1024, true},          {64, 128, 1024, true},
-                        {32, 128, 2048, true},          {32, 256, 2048, false},
-                        {32, 128, 4096, true},          {32, 128, 3072, true},
-                        {32, 384, 1024, true},          {32, 512, 768, true},
-                        {32, 448, 1024, true},          {32, 256, 1536, true},
-                        {32, 128, 1536, true},          {64, 128, 4096, true},
-                        {64, 256, 2048, true},          {32, 100, 4096, false},
-                        {32, 64, 4096, false},          {16, 256, 2048, false},
-                        {16, 128, 4096, false},         {128, 128, 2048, false},
-                        {32, 64, 1024, false},          {32, 128, 512, false},
-                        {16, 1024, 1024, false},        {8, 4096, 512, false},
-                        {64, 1024, 256, false}}) {
+  for (const auto& c :
+       {SplitCase{32, 1024, 256, true}, {16, 1024, 256, true},
+        {32, 2048, 512, true},          {32, 4096, 256, true},
+        {16, 4096, 256, true},          {32, 512, 256, true},
+        {32, 512, 2048, true},          {32, 1024, 1024, true},
+        {32, 2048, 256, true},          {32, 640, 512, true},
+        {32, 768, 640, true},           {32, 512, 1024, true},
+        {16, 2048, 256, false},         {32, 256, 1024, true},
+        {32, 128, 1024, true},          {64, 128, 1024, true},
+        {32, 128, 2048, true},          {32, 256, 2048, false},
+        {32, 128, 4096, true},          {32, 128, 3072, true},
+        {32, 384, 1024, true},          {32, 512, 768, true},
+        {32, 448, 1024, true},          {32, 256, 1536, true},
+        {32, 128, 1536, true},          {64, 128, 4096, true},
+        {64, 256, 2048, false},         {64, 200, 2048, false},
+        {64, 200, 1536, true},          {64, 140, 1024, true},
+        {32, 100, 4096, false},         {32, 64, 4096, false},
+        {16, 256, 2048, false},         {16, 128, 4096, false},
+        {128, 128, 2048, false},        {32, 64, 1024, false},
+        {32, 128, 512, false},          {16, 1024, 1024, false},
+        {8, 4096, 512, false},          {64, 1024, 256, false}}) {
     EXPECT_EQ(
         choose_route(h200_wgmma(c.R, c.B, 128, c.K, 2)) == Route::kWgmmaSplit,
         c.split)

@@ -183,7 +183,10 @@ constexpr int64_t kMaxClusterSplitMidTiles = 32;
 // 32,128,128,2048 1.07x, 64,128,128,4096 1.09x, 64,256,128,2048 1.11x), but
 // tied over two row tiles past 1536 columns at 4096 (32,256,128,2048
 // 0.99-1.00x, left to cuBLAS); fewer rows (32,64-100,128,4096 0.87-0.96x)
-// and contractions of 2048 (16,256,128,2048 0.94x) lost.
+// and contractions of 2048 (16,256,128,2048 0.94x) lost. Over two row
+// tiles at 8192 ("v41") it won only where cuBLAS's own kernel was slow
+// (64,224-256,128,2048 1.10-1.13x) and lost elsewhere (64,136-240,128,2048
+// 0.81-0.99x): two row tiles past 1536 columns go to cuBLAS at 8192 too.
 constexpr int64_t kMaxClusterSplitMediumContraction = 8192;
 constexpr int64_t kMaxClusterSplitKTwoRowTiles = 1536;
 // Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
@@ -423,7 +426,8 @@ bool wgmma_split_wins(const Problem& p) {
       C >= kClusterSplitLongContraction && p.B >= kMinClusterSplitRowsShort &&
       p.B < kMinClusterSplitRowsLong && p.K <= kMaxClusterSplitKShort &&
       tiles <= kMaxClusterSplitTilesShort;
-  const bool cublas_ties = C == kClusterSplitLongContraction &&
+  const bool cublas_ties = C >= kClusterSplitLongContraction &&
+                           C <= kMaxClusterSplitMediumContraction &&
                            ceil_div(p.B, kWgmmaTileRows) == 2 &&
                            p.K > kMaxClusterSplitKTwoRowTiles;
   const bool medium_rows = C >= kClusterSplitLongContraction &&
