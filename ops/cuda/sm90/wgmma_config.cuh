@@ -45,6 +45,9 @@ inline constexpr int kStages = 4;
 inline constexpr int kChunkRows = 64;         // out goes back in 64-row pieces
 inline constexpr int kConsumerThreads = 256;  // two warp groups
 inline constexpr int kThreads = 128 + kConsumerThreads;
+// float32's split: warps 2 and 3 of the producer's group split the weight's
+// stages as they land.
+inline constexpr int kSplitterThreads = 64;
 inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
 /// kSplit: float32 as three TF32 products of split values (float32
@@ -91,12 +94,12 @@ struct Config {
   using SmemLayoutB = decltype(tile_to_shape(
       GMMA::Layout_K_SW128_Atom<Element>{},
       make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{})));
-  // The weight's remainders, kSmallStages stages of them: one is written
-  // while the tensor cores read the two before (the consumer loop below).
-  static constexpr int kSmallStages = 3;
+  // The weight's remainders, a stage a slot of the ring: a slot's are
+  // written again only once its next stage has landed, after the consumers
+  // released it.
   using SmemLayoutSmallB = decltype(tile_to_shape(
       GMMA::Layout_K_SW128_Atom<Element>{},
-      make_shape(Int<kBN>{}, Int<kBK>{}, Int<kSmallStages>{})));
+      make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{})));
   // A consumer warp group multiplies 64 rows of a tile. The split
   // takes x from registers (split there), so that the tensor cores read only
   // the weight from shared memory, whose bandwidth the three products and
@@ -126,13 +129,15 @@ struct Config {
   static constexpr int kPartialPitch = kBN + 8;
 };
 
-// The weight's remainders (none without the split).
+// The weight's remainders and, a slot each, the mbarrier that tells the
+// consumers the slot's weight is split (none without the split).
 template <typename Cfg, bool = Cfg::kSplitTf32>
 struct SmallParts {};
 template <typename Cfg>
 struct SmallParts<Cfg, true> {
   alignas(1024) ArrayEngine<typename Cfg::Element,
                             cosize_v<typename Cfg::SmemLayoutSmallB>> b;
+  uint64_t split[kStages];
 };
 
 template <typename Cfg>
@@ -193,8 +198,7 @@ template <typename T>
 using Pair = typename Types<T>::Pair;
 
 // The consumers' named barriers (0 is __syncthreads', 1 and 2 store_pieces'):
-// for the split stage (float32's three products) and the cluster split's
-// epilogue (both groups done with the ring),
+// for the cluster split's epilogue (both groups done with the ring),
 inline constexpr uint32_t kSplitBarrier = 3;
 // and for ping-pong's turns at the ring: group g waits on kTurnBarrier + g.
 inline constexpr uint32_t kTurnBarrier = 4;

@@ -11,10 +11,10 @@
 // multiplied, not a second path. The contraction walks the (h-tile, r)
 // pairs in order. float16 and bfloat16 multiply as they are; float32 as
 // TF32 where the user allowed TF32, else at float32 accuracy as three TF32
-// products (tf32_split.cuh): the copy engine loads float32 as it is, the
-// consumers split the weight's stages in shared memory (the big parts in
-// place, the remainders beside them) and x's in registers, which wgmma
-// takes as its A operand.
+// products (tf32_split.cuh): the copy engine loads float32 as it is, two
+// warps of the producer's group split the weight's stages in shared memory
+// as they land (the big parts in place, the remainders beside them), and
+// the consumers split x's in registers, which wgmma takes as its A operand.
 //
 // A persistent block per multiprocessor takes 128 x 256 tiles of out in
 // turn (128 x 128 for float32's split, whose two register sets need the
@@ -49,29 +49,35 @@ namespace fgl::cuda::wgmma {
 using namespace cute;
 
 // Splits kCount float32 values of shared memory in place into their TF32
-// big parts, the TF32 remainders going to `small` at the same offsets. The
-// consumers share the work, each thread loading all of its vectors before
-// it stores any (the loads are in flight together); the caller fences and
-// synchronises before the tensor cores read the parts.
-template <int kCount>
+// big parts, the TF32 remainders going to `small` at the same offsets.
+// kThreads threads share the work, each loading a few vectors before it
+// stores any (those loads are in flight together); the caller fences before
+// the tensor cores read the parts.
+template <int kCount, int kThreads>
 __device__ __forceinline__ void split_in_place(const void* values,
-                                               const void* small,
-                                               int consumer) {
-  constexpr int kVectors = kCount / 4 / kConsumerThreads;  // a thread's
-  static_assert(kCount == 4 * kConsumerThreads * kVectors, "whole vectors");
-  const uint32_t v = ptx::smem_addr(values) + 16 * consumer;
-  const uint32_t s = ptx::smem_addr(small) + 16 * consumer;
-  constexpr uint32_t kStride = 16 * kConsumerThreads;
-  uint4 in[kVectors];
-  CUTE_UNROLL
-  for (int i = 0; i < kVectors; ++i) in[i] = ptx::ld_shared_v4(v + kStride * i);
-  CUTE_UNROLL
-  for (int i = 0; i < kVectors; ++i) {
-    const Tf32Split x = split_tf32(in[i].x), y = split_tf32(in[i].y),
-                    z = split_tf32(in[i].z), w = split_tf32(in[i].w);
-    ptx::st_shared_v4(v + kStride * i, make_uint4(x.big, y.big, z.big, w.big));
-    ptx::st_shared_v4(s + kStride * i,
-                      make_uint4(x.small, y.small, z.small, w.small));
+                                               const void* small, int thread) {
+  constexpr int kVectors = kCount / 4 / kThreads;  // a thread's
+  constexpr int kInFlight = 4;
+  static_assert(kCount == 4 * kThreads * kVectors && kVectors % kInFlight == 0,
+                "whole vectors");
+  const uint32_t v = ptx::smem_addr(values) + 16 * thread;
+  const uint32_t s = ptx::smem_addr(small) + 16 * thread;
+  constexpr uint32_t kStride = 16 * kThreads;
+  CUTE_NO_UNROLL
+  for (int first = 0; first < kVectors; first += kInFlight) {
+    uint4 in[kInFlight];
+    CUTE_UNROLL
+    for (int i = 0; i < kInFlight; ++i) {
+      in[i] = ptx::ld_shared_v4(v + kStride * (first + i));
+    }
+    CUTE_UNROLL
+    for (int i = 0; i < kInFlight; ++i) {
+      const Tf32Split x = split_tf32(in[i].x), y = split_tf32(in[i].y),
+                      z = split_tf32(in[i].z), w = split_tf32(in[i].w);
+      const uint32_t at = kStride * (first + i);
+      ptx::st_shared_v4(v + at, make_uint4(x.big, y.big, z.big, w.big));
+      ptx::st_shared_v4(s + at, make_uint4(x.small, y.small, z.small, w.small));
+    }
   }
 }
 
@@ -129,6 +135,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   bias_params.producer_arv_count = 32;
   bias_params.consumer_arv_count = kTileThreads;
   BiasPipeline bias_pipeline(smem.bias_pipeline, bias_params);
+  if constexpr (kSplit) {
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < kStages; ++i) {
+        cutlass::arch::ClusterBarrier::init(&smem.small.split[i],
+                                            kSplitterThreads);
+      }
+    }
+  }
   cutlass::arch::fence_barrier_init();
   __syncthreads();
   ptx::await_previous_grid();
@@ -173,6 +187,32 @@ __global__ void __launch_bounds__(kThreads, 1)
         if constexpr (kClusterSplit) join_the_meetings();
       }
       return;
+    }
+    if constexpr (kSplit) {
+      if (threadIdx.x / 32 >= 2) {
+        // A stage's weight, split as it lands: the big parts in place, the
+        // remainders into the slot's part of `small`, made visible to the
+        // tensor cores (the async proxy) before the consumers are told.
+        // A stage is one contiguous block (tile_to_shape puts the stage
+        // mode outermost), split as a flat array.
+        constexpr int kStageB = kBN * Cfg::kBK;
+        static_assert(typename Cfg::SmemLayoutB{}(0, 0, 1) == kStageB &&
+                      typename Cfg::SmemLayoutSmallB{}(0, 0, 1) == kStageB);
+        cutlass::PipelineState<kStages> landed;
+        for (int tile = first_tile; tile < tiles; tile += tile_stride) {
+          for (int step = 0; step < steps; ++step) {
+            const int slot = landed.index();
+            pipeline.consumer_wait(landed);
+            split_in_place<kStageB, kSplitterThreads>(
+                raw_pointer_cast(&sB(0, 0, slot)),
+                smem.small.b.begin() + slot * kStageB, threadIdx.x - 64);
+            cutlass::arch::fence_view_async_shared();
+            cutlass::arch::ClusterBarrier::arrive(&smem.small.split[slot]);
+            ++landed;
+          }
+        }
+        return;
+      }
     }
     if (threadIdx.x != 0) return;
     using Loaded = typename Cfg::Loaded;
@@ -232,8 +272,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     smem.pipeline.empty_barrier_[release.index()].arrive();
     ++release;
   };
-  int pieces = 0;       // pieces of out this warp group has handed over
-  int split_steps = 0;  // stages split so far: which remainders are next
+  int pieces = 0;  // pieces of out this warp group has handed over
   // In ping-pong the block's tiles go to the two warp groups in turn: each
   // passes over the other's stages and bias.
   const auto pass_over_a_tile = [&] {
@@ -250,13 +289,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         out_coords, Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block)));
     clear(accum);
     if constexpr (kSplit) {
-      // Stages go in pairs. Each stage's weight is split in shared memory and
-      // its x in registers (one register set per stage of a pair), then
-      // multiplied into `part`, fresh at each pair, which is added to the
-      // total with rounded adds once the tensor cores are done with the
-      // pair. The second stage of a pair is multiplied without waiting for
-      // the first, and everything but those adds overlaps the multiplies
-      // before.
+      // Stages go in pairs. Each stage's x is split in registers (one
+      // register set per stage of a pair), its weight split already in
+      // shared memory, then multiplied into `part`, fresh at each pair, which
+      // is added to the total with rounded adds once the tensor cores are
+      // done with the pair. The second stage of a pair is multiplied without
+      // waiting for the first, and everything but those adds overlaps the
+      // multiplies before.
       Tensor sSmallB = make_tensor(make_smem_ptr(smem.small.b.begin()),
                                    typename Cfg::SmemLayoutSmallB{});
       Tensor tCrSmallB = thr.make_fragment_B(thr.partition_B(sSmallB));
@@ -271,23 +310,12 @@ __global__ void __launch_bounds__(kThreads, 1)
               .get_thread_slice(consumer);
       Tensor x_from = x_thread_copy.partition_S(sA);  // (CPY, M, K, stage)
       Tensor part = make_fragment_like(accum);
-      // A stage is one contiguous block (tile_to_shape puts the stage mode
-      // outermost), split as a flat array.
-      constexpr int kStageB = kBN * Cfg::kBK;
-      static_assert(typename Cfg::SmemLayoutB{}(0, 0, 1) == kStageB &&
-                    cosize_v<typename Cfg::SmemLayoutB> == kStageB * kStages);
-      // Waits for the read stage and splits it: the weight's remainders to
-      // `small` (the tensor cores' reads of it, three stages back, are done
-      // in both warp groups: each waits for all but its last two multiplies
-      // before the barrier that precedes this), x into `big` and `x_small`.
-      const auto split_stage = [&](int slot, int small, auto& big,
-                                   auto& x_small) {
+      // Waits for the read stage and its weight's split, and splits its x
+      // into `big` and `x_small`.
+      const auto split_stage = [&](int slot, auto& big, auto& x_small) {
         pipeline.consumer_wait(read);
-        split_in_place<kStageB>(raw_pointer_cast(&sB(0, 0, slot)),
-                                raw_pointer_cast(&sSmallB(0, 0, small)),
-                                consumer);
-        // The parts, visible to the tensor cores (the async proxy).
-        cutlass::arch::fence_view_async_shared();
+        cutlass::arch::ClusterBarrier::wait(&smem.small.split[slot],
+                                            read.phase());
         Tensor x_stage = x_from(_, _, _, slot);
         Tensor x_big = x_thread_copy.retile_D(big);
         Tensor x_rest = x_thread_copy.retile_D(x_small);
@@ -299,10 +327,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           x_rest(i) = Cfg::Element::bitcast(v.small);
         }
       };
-      const auto multiply = [&](int slot, int small, auto& big, auto& x_small,
+      const auto multiply = [&](int slot, auto& big, auto& x_small,
                                 bool fresh) {
-        // Both warp groups' splits of the weight are done.
-        cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
         warpgroup_fence_operand(big);
         warpgroup_fence_operand(x_small);
         warpgroup_fence_operand(part);
@@ -312,7 +338,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int k = 0; k < size<2>(big); ++k) {
           gemm(mma, x_small(_, _, k), tCrB(_, _, k, slot), part);
           mma.accumulate_ = GMMA::ScaleOut::One;
-          gemm(mma, big(_, _, k), tCrSmallB(_, _, k, small), part);
+          gemm(mma, big(_, _, k), tCrSmallB(_, _, k, slot), part);
           gemm(mma, big(_, _, k), tCrB(_, _, k, slot), part);
         }
         warpgroup_commit_batch();
@@ -329,15 +355,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       };
       for (int step = 0; step < steps; step += 2) {
         const int first = read.index();
-        const int first_small = split_steps++ % Cfg::kSmallStages;
-        split_stage(first, first_small, x_first, x_first_small);
+        split_stage(first, x_first, x_first_small);
         if (step > 0) fold();
-        multiply(first, first_small, x_first, x_first_small, true);
+        multiply(first, x_first, x_first_small, true);
         if (step + 1 < steps) {
           const int second = read.index();
-          const int second_small = split_steps++ % Cfg::kSmallStages;
-          split_stage(second, second_small, x_second, x_second_small);
-          multiply(second, second_small, x_second, x_second_small, false);
+          split_stage(second, x_second, x_second_small);
+          multiply(second, x_second, x_second_small, false);
           // The first stage's multiplies are done: its slot and its x
           // registers are free.
           warpgroup_wait<1>();

@@ -48,6 +48,7 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
                                    decltype(tma_a), decltype(tma_b),
                                    std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
+    static_assert(smem_bytes <= 227 * 1024, "a multiprocessor's opt-in share");
     if (const auto err = cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
         err != cudaSuccess) {
