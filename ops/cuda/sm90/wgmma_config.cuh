@@ -199,7 +199,7 @@ using Pair = typename Types<T>::Pair;
 
 // The consumers' named barriers (0 is __syncthreads', 1 and 2 store_pieces'):
 // for the cluster split's epilogue (both groups done with the ring),
-inline constexpr uint32_t kSplitBarrier = 3;
+inline constexpr uint32_t kClusterSplitBarrier = 3;
 // and for ping-pong's turns at the ring: group g waits on kTurnBarrier + g.
 inline constexpr uint32_t kTurnBarrier = 4;
 

@@ -144,7 +144,7 @@ __device__ __forceinline__ void add_in_cluster(
                 "the sums fit in the ring");
   float* sums = reinterpret_cast<float*>(smem.a.begin());
   // Both consumer groups' multiplies are done with the ring.
-  cutlass::arch::NamedBarrier::sync(kConsumerThreads, kSplitBarrier);
+  cutlass::arch::NamedBarrier::sync(kConsumerThreads, kClusterSplitBarrier);
   // Accumulators i and i + 1 are adjacent columns of one row.
   CUTE_UNROLL
   for (int i = 0; i < size(accum); i += 2) {
