@@ -426,10 +426,10 @@ bool wgmma_split_wins(const Problem& p) {
       C >= kClusterSplitLongContraction && p.B >= kMinClusterSplitRowsShort &&
       p.B < kMinClusterSplitRowsLong && p.K <= kMaxClusterSplitKShort &&
       tiles <= kMaxClusterSplitTilesShort;
-  const bool cublas_ties = C >= kClusterSplitLongContraction &&
-                           C <= kMaxClusterSplitMediumContraction &&
-                           ceil_div(p.B, kWgmmaTileRows) == 2 &&
-                           p.K > kMaxClusterSplitKTwoRowTiles;
+  // Two row tiles past 1536 columns, which cuBLAS ties or wins over
+  // medium_rows' contractions.
+  const bool cublas_ties =
+      ceil_div(p.B, kWgmmaTileRows) == 2 && p.K > kMaxClusterSplitKTwoRowTiles;
   const bool medium_rows = C >= kClusterSplitLongContraction &&
                            C <= kMaxClusterSplitMediumContraction &&
                            p.B >= kMinClusterSplitRowsShort &&
