@@ -401,6 +401,39 @@ TEST(KernelChoice, StreamCarriesXInTheRingWhereTheCopyEngineReadsIt) {
   EXPECT_TRUE(plan_stream(h200(32, 16, 128, 4096, 2))->x_in_ring);
 }
 
+TEST(KernelChoice, StreamSlotsHoldXsRemaindersWhereSplitterWarpsSplitX) {
+  // float32 by warp group: x's TF32 remainders follow its tile in the slot,
+  // where TMA brings nothing, and start on the swizzle's 1024-byte period
+  // as the tiles do (wgmma reads them by descriptor).
+  for (int rows : {16, 32}) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows");
+    EXPECT_TRUE(stream::splits_x(4, rows));
+    const int landed = stream::landed_bytes(rows, true);
+    EXPECT_EQ(landed, stream::kStageTileBytes + rows * stream::kStageBytes);
+    EXPECT_EQ(stream::slot_bytes(4, rows, true),
+              landed + rows * stream::kStageBytes);
+    EXPECT_EQ(landed % 1024, 0);
+    EXPECT_EQ(stream::slot_bytes(4, rows, true) % 1024, 0);
+    EXPECT_EQ(stream::slot_barrier_bytes(4, rows, true), 24);
+    EXPECT_EQ(stream::block_threads(4, rows),
+              (2 * stream::kGroupWarps + 1 + stream::kSplitterWarps) * 32);
+  }
+  // The others split nothing in the ring: a slot is what lands there.
+  EXPECT_FALSE(stream::splits_x(4, 8));
+  EXPECT_FALSE(stream::splits_x(2, 16));
+  EXPECT_EQ(stream::slot_bytes(2, 16, true), stream::landed_bytes(16, true));
+  EXPECT_EQ(stream::slot_bytes(4, 16, false), stream::kStageTileBytes);
+  EXPECT_EQ(stream::slot_barrier_bytes(4, 16, false), 16);
+  EXPECT_EQ(stream::block_threads(2, 16), (2 * stream::kGroupWarps + 1) * 32);
+  // The plan leaves room for the deeper slots.
+  const auto plan = plan_stream(h200(32, 16, 128, 4096, 4));
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_TRUE(plan->x_in_ring);
+  EXPECT_GE(plan->smem_bytes,
+            plan->ring_stages * (stream::slot_bytes(4, 16, true) +
+                                 stream::slot_barrier_bytes(4, 16, true)));
+}
+
 TEST(KernelChoice, StreamRingsShareAMultiprocessorOnlyWhereRegistersDo) {
   // 512 column tiles: more blocks than multiprocessors. float32's warp-group
   // blocks of 16 rows hold two stages' operands in registers, one block a

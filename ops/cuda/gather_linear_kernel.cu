@@ -119,13 +119,12 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
                               plan.ring_stages,      x_vectors,
                               plan.x_in_ring,        plan.prefetch_stages};
   // grid.x: the contraction's splits, one cluster; grid.y: 64-column tiles
-  // of K; grid.z: kRows-row tiles of B. Block: the consumer groups' warps
-  // and one producer warp.
+  // of K; grid.z: kRows-row tiles of B. Block: the consumer groups' warps,
+  // one producer warp and, where x is split in the ring, the splitter warps.
   const dim3 grid(static_cast<unsigned>(plan.splits),
                   static_cast<unsigned>(plan.column_tiles),
                   static_cast<unsigned>(plan.row_tiles));
-  const dim3 block(
-      stream::block_threads(stream::consumer_groups(sizeof(T), kRows)));
+  const dim3 block(stream::block_threads(sizeof(T), kRows));
   return launch_dependent(
       kernel, grid, block, static_cast<size_t>(plan.smem_bytes), stream,
       static_cast<unsigned>(plan.splits), map, x_map, p, layout);
@@ -221,9 +220,8 @@ cudaError_t stream_resident_clusters(int device, ResidentClusters& counts) {
     return cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
   };
-  return resident_cluster_counts(
-      kernel, stream::block_threads(stream::consumer_groups(4, 32)), device,
-      whole_smem, counts);
+  return resident_cluster_counts(kernel, stream::block_threads(4, 32), device,
+                                 whole_smem, counts);
 }
 
 template <typename T>

@@ -268,6 +268,12 @@ int rows_per_block(int element_size, int64_t B) {
   }
 }
 
+// Whether the streaming kernel's x tiles can ride in its ring (TMA from x
+// in place, each stage inside one head).
+bool stream_x_fits_ring(const Problem& p) {
+  return p.x_tma_ok && p.H % (stream::kStageBytes / p.element_size) == 0;
+}
+
 // Rows of B up to which the measured table streams float32 `p`.
 int64_t max_stream_rows_float(const Problem& p) {
   if (p.R * p.H < kShortContraction) return kMaxShortStreamRowsFloat;
@@ -607,8 +613,10 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
   const int64_t sm_smem = p.max_smem_per_block + 1024;
   const int groups = stream::consumer_groups(e, best.rows_per_block);
   best.x_in_ring = stream::uses_tensor_cores(e, best.rows_per_block) &&
-                   p.x_tma_ok && p.H % stage_c == 0;
-  const int64_t slot = stream::slot_bytes(best.rows_per_block, best.x_in_ring);
+                   stream_x_fits_ring(p);
+  const int64_t slot =
+      stream::slot_bytes(e, best.rows_per_block, best.x_in_ring) +
+      stream::slot_barrier_bytes(e, best.rows_per_block, best.x_in_ring);
   std::pair<bool, int64_t> best_cost{true, INT64_MAX};
   for (int splits = 1; splits <= stream::kMaxClusterSplits; ++splits) {
     const int64_t per_split = ceil_div(total_stages, splits);
@@ -620,7 +628,7 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
                                              acc_size, best.x_in_ring, splits);
     const auto ring_within = [&](int64_t budget) {
       return std::min<int64_t>(
-          {kMaxRingStages, per_split, (budget - fixed) / (slot + 16)});
+          {kMaxRingStages, per_split, (budget - fixed) / slot});
     };
     // The consumer groups take stages in turn: a ring that cycles holds a
     // multiple of them, so that each slot serves one group

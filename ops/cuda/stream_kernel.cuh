@@ -125,7 +125,8 @@ inline constexpr bool kGroupMma = false;
 struct GroupRing {
   unsigned char* ring;
   int slot_size;
-  uint64_t* full;
+  // A slot's stage is ready: landed, or where x is split in the ring, split.
+  uint64_t* ready;
   uint64_t* empty;
   int ring_stages;
   int groups;
@@ -136,7 +137,7 @@ struct GroupRing {
 
   // Waits for the group's next stage; returns its slot.
   __device__ __forceinline__ int acquire() {
-    ptx::mbarrier_wait(&full[slot], lap & 1);
+    ptx::mbarrier_wait(&ready[slot], lap & 1);
     const int taken = slot;
     for (slot += groups; slot >= ring_stages;) slot -= ring_stages, ++lap;
     return taken;
@@ -206,8 +207,9 @@ struct MmaMath {
   // float32 by warp group where kByWarpGroup and x rides in the ring (a
   // consumer group's 4 warps are one warp group): wgmma m64 takes the
   // tile's 64 weight rows, its N the kRows rows of B straight from the ring,
-  // whose 128-byte swizzle is wgmma's K-major one; small x big + big x small
-  // + big x big as in MmaStep<float>. The group keeps two of its stages in
+  // whose 128-byte swizzle is wgmma's K-major one, x's TF32 parts split
+  // there by the splitter warps; small x big + big x small + big x big as in
+  // MmaStep<float>. The group keeps two of its stages in
   // work: it loads and splits the next stage's operands while the tensor
   // cores multiply the last one, whose slot it releases once that stage's
   // sum is added. The 16-bit types multiply by mma.sync, which streamed as
@@ -222,13 +224,11 @@ struct MmaMath {
     int slot[2];
     for (int64_t i = 0;; i += 2) {
       slot[0] = ring.acquire();
-      issue_tf32(ops[0], fresh[0], ring.address(slot[0]), warp, lane,
-                 ring.group);
+      issue_tf32(ops[0], fresh[0], ring.address(slot[0]), warp, lane);
       if (i > 0) retire_tf32<1>(fresh[1], ring, slot[1]);
       if (i + 1 == stages) return retire_tf32<0>(fresh[0], ring, slot[0]);
       slot[1] = ring.acquire();
-      issue_tf32(ops[1], fresh[1], ring.address(slot[1]), warp, lane,
-                 ring.group);
+      issue_tf32(ops[1], fresh[1], ring.address(slot[1]), warp, lane);
       retire_tf32<1>(fresh[0], ring, slot[0]);
       if (i + 2 == stages) return retire_tf32<0>(fresh[1], ring, slot[1]);
     }
@@ -241,14 +241,12 @@ struct MmaMath {
     uint32_t big[kSteps][4], small[kSteps][4];
   };
 
-  // Splits the stage in slot `w` and starts its 12 multiplies into `sum`.
-  // The weight's parts go to registers; then, the weight tile read by every
-  // warp of the group, x's tile splits in the slot: its big parts in place,
-  // its remainders over the weight tile, both read by descriptor.
+  // Splits the weight of the stage in slot `w` into registers and starts
+  // its 12 multiplies into `sum`; x's parts, split in the slot, are read by
+  // descriptor.
   __device__ __forceinline__ void issue_tf32(Tf32Operands& a,
                                              float (&sum)[kTiles][4],
-                                             uint32_t w, int warp, int lane,
-                                             int group) {
+                                             uint32_t w, int warp, int lane) {
     constexpr int kSteps = Tf32Operands::kSteps;
     const int m = lane / 8;
     const int row = warp * 16 + (m & 1) * 8 + (lane & 7);
@@ -262,25 +260,9 @@ struct MmaMath {
         a.big[s][i] = split.big, a.small[s][i] = split.small;
       }
     }
-    ptx::named_barrier_sync(2 + group, kGroupWarps * 32);
     const uint32_t x = w + kStageTileBytes;
-    const uint32_t remainders = w;
-    constexpr int kChunks = kRows * kStageBytes / 16;
-#pragma unroll
-    for (int chunk = warp * 32 + lane; chunk < kChunks;
-         chunk += kGroupWarps * 32) {
-      const uint4 v = ptx::ld_shared_v4(x + chunk * 16);
-      const Tf32Split s0 = split_tf32(v.x), s1 = split_tf32(v.y);
-      const Tf32Split s2 = split_tf32(v.z), s3 = split_tf32(v.w);
-      ptx::st_shared_v4(x + chunk * 16,
-                        make_uint4(s0.big, s1.big, s2.big, s3.big));
-      ptx::st_shared_v4(remainders + chunk * 16,
-                        make_uint4(s0.small, s1.small, s2.small, s3.small));
-    }
-    ptx::fence_proxy_async_shared();
-    ptx::named_barrier_sync(2 + group, kGroupWarps * 32);
     const uint64_t b = ptx::wgmma_desc_sw128(x);
-    const uint64_t b_small = ptx::wgmma_desc_sw128(remainders);
+    const uint64_t b_small = ptx::wgmma_desc_sw128(x + kRows * kStageBytes);
     // The three products of a step go to one sum, which the tensor cores
     // chain without a wait; a stage's sum starts fresh (see stage below).
     ptx::wgmma_fence();
@@ -441,9 +423,51 @@ template <typename T, int kRows>
 using Math = std::conditional_t<uses_tensor_cores(sizeof(T), kRows),
                                 MmaMath<T, kRows>, SimtMath<T, kRows>>;
 
+// Splitter warp `splitter` of kSplitterWarps: each of the block's `stages`
+// x tiles, as it lands in the ring, split into its TF32 parts, the big ones
+// in place and the remainders after the tile, so that the consumer groups
+// read both by descriptor without splitting or meeting. The warps take a
+// tile in equal parts and each arrives on the slot's split barrier.
+template <int kRows>
+__device__ __forceinline__ void split_x_stages(unsigned char* ring,
+                                               int slot_size, uint64_t* full,
+                                               uint64_t* split, int ring_stages,
+                                               int64_t stages, int splitter,
+                                               int lane) {
+  constexpr int kChunks = kRows * kStageBytes / 16 / 32 / kSplitterWarps;
+  const int first = splitter * kChunks * 32 + lane;  // 16-byte chunks
+  int slot = 0;
+  uint32_t lap = 0;
+  for (int64_t i = 0; i < stages; ++i) {
+    ptx::mbarrier_wait(&full[slot], lap & 1);
+    const uint32_t x =
+        ptx::smem_addr(ring + slot * slot_size) + kStageTileBytes;
+    const uint32_t remainders = x + kRows * kStageBytes;
+    uint4 v[kChunks];
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      v[c] = ptx::ld_shared_v4(x + (first + c * 32) * 16);
+    }
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const Tf32Split s0 = split_tf32(v[c].x), s1 = split_tf32(v[c].y);
+      const Tf32Split s2 = split_tf32(v[c].z), s3 = split_tf32(v[c].w);
+      const uint32_t at = (first + c * 32) * 16;
+      ptx::st_shared_v4(x + at, make_uint4(s0.big, s1.big, s2.big, s3.big));
+      ptx::st_shared_v4(remainders + at,
+                        make_uint4(s0.small, s1.small, s2.small, s3.small));
+    }
+    // The parts, visible to the tensor cores (the async proxy), before the
+    // consumers learn of them.
+    ptx::fence_proxy_async_shared();
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(&split[slot]);
+    if (++slot == ring_stages) slot = 0, ++lap;
+  }
+}
+
 template <typename T, int kRows>
-__global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
-                                                                kRows)),
+__global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
                                   blocks_per_multiprocessor(sizeof(T), kRows))
     gather_linear_stream_kernel(const __grid_constant__ CUtensorMap weight_map,
                                 const __grid_constant__ CUtensorMap x_map,
@@ -453,14 +477,20 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
   constexpr int kStageC = kStageBytes / sizeof(T);
   constexpr int kGroups = consumer_groups(sizeof(T), kRows);
   constexpr int kConsumerWarps = kGroups * kGroupWarps;
-  constexpr int kThreads = block_threads(kGroups);
+  constexpr int kThreads = block_threads(sizeof(T), kRows);
   constexpr bool kTensorCores = uses_tensor_cores(sizeof(T), kRows);
   const bool x_in_ring = kTensorCores && l.x_in_ring;
-  const int slot_size = slot_bytes(kRows, x_in_ring);
+  const int slot_size = slot_bytes(sizeof(T), kRows, x_in_ring);
+  static_assert(!Math<T, kRows>::kByWarpGroup || splits_x(sizeof(T), kRows),
+                "the warp-group multiplies read x's parts split in the ring");
+  // The splitter warps split x's stage tiles where the consumers multiply
+  // by warp group.
+  const bool x_split_in_ring = Math<T, kRows>::kByWarpGroup && x_in_ring;
 
   extern __shared__ unsigned char smem[];
   // [ring_stages][slot_size]: each slot [kCols][kStageBytes] of weight, then
-  // (x_in_ring) [kRows][kStageBytes] of x; on the swizzle's 1024-byte period
+  // (x_in_ring) [kRows][kStageBytes] of x and (splits_x) [kRows][kStageBytes]
+  // of x's TF32 remainders; on the swizzle's 1024-byte period
   // (offsetting the array keeps the compiler's knowledge that these are
   // shared-memory addresses).
   unsigned char* ring = smem + ((1024 - (ptx::smem_addr(smem) & 1023)) & 1023);
@@ -476,6 +506,7 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       reinterpret_cast<uint64_t*>(exchange + exchange_rows * pitch * 16);
   uint64_t* empty = full + l.ring_stages;
   uint64_t* exchanged = empty + l.ring_stages;  // the exchange's arrivals
+  uint64_t* x_split = exchanged + 1;  // [ring_stages], where x_split_in_ring
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -497,6 +528,11 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       ptx::mbarrier_init(&empty[i], kGroupWarps);
     }
     ptx::mbarrier_init(exchanged, 1);
+    if (x_split_in_ring) {
+      for (int i = 0; i < l.ring_stages; ++i) {
+        ptx::mbarrier_init(&x_split[i], kSplitterWarps);
+      }
+    }
     ptx::fence_barrier_init();
   }
   __syncthreads();
@@ -548,7 +584,8 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
         }
         for (int q = 0; q < n; ++q) {
           unsigned char* dst = ring + slot * slot_size;
-          ptx::mbarrier_arrive_expect_tx(&full[slot], slot_size);
+          ptx::mbarrier_arrive_expect_tx(&full[slot],
+                                         landed_bytes(kRows, x_in_ring));
           ptx::tma_load_2d(dst, &weight_map, &full[slot],
                            static_cast<int32_t>((stage0 + i0 + q) * kStageC),
                            static_cast<int32_t>(k0));
@@ -562,6 +599,14 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       }
     }
     __syncwarp();  // the warp meets the block barrier below as one
+  } else if (warp > kConsumerWarps) {
+    // Splitters (split_x_stages).
+    if constexpr (splits_x(sizeof(T), kRows)) {
+      if (x_split_in_ring) {
+        split_x_stages<kRows>(ring, slot_size, full, x_split, l.ring_stages,
+                              stages, warp - kConsumerWarps - 1, lane);
+      }
+    }
   } else {
     if (threadIdx.x < kCols) {
       const int64_t k = k0 + threadIdx.x;
@@ -575,8 +620,9 @@ __global__ void __launch_bounds__(block_threads(consumer_groups(sizeof(T),
       ptx::cp_async_wait_all();
       ptx::named_barrier_sync(1, kConsumerWarps * 32);
     }
-    GroupRing ring_walk{ring,          slot_size, full,  empty,
-                        l.ring_stages, kGroups,   group, lane};
+    GroupRing ring_walk{ring,  slot_size,     x_split_in_ring ? x_split : full,
+                        empty, l.ring_stages, kGroups,
+                        group, lane};
     const int64_t group_stages =
         stages > group ? (stages - group + kGroups - 1) / kGroups : 0;
     bool streamed = false;

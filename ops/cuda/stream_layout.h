@@ -25,21 +25,47 @@ constexpr int consumer_groups(int element_size, int rows) {
   return uses_tensor_cores(element_size, rows) ? 2 : 1;
 }
 
-/// Threads of a block: the consumer warps and one producer warp.
-constexpr int block_threads(int groups) {
-  return (groups * kGroupWarps + 1) * 32;
-}
-
-constexpr int kStageTileBytes = kCols * kStageBytes;
-/// Bytes of one ring slot: the weight's stage tile and, where x's rows
-/// travel with it, their kRows x 128-byte tile of the same stage.
-constexpr int slot_bytes(int rows, bool x_in_ring) {
-  return kStageTileBytes + (x_in_ring ? rows * kStageBytes : 0);
-}
 /// float32 blocks of at least this many rows multiply by warp group where
 /// x rides in the ring (stream_kernel.cuh, MmaMath::group_stages_tf32);
 /// blocks of 8 streamed faster by mma.sync (bench/NOTES.md v30).
 constexpr int kWarpGroupTf32Rows = 16;
+
+/// Whether an instance has warps of their own split x's stage tiles into
+/// their TF32 parts as they land, where x rides in the ring: float32 by
+/// warp group.
+constexpr bool splits_x(int element_size, int rows) {
+  return element_size == 4 && rows >= kWarpGroupTf32Rows;
+}
+
+/// Warps that split x's stage tiles, where splits_x: each splits its part of
+/// every tile, so that a tile is ready sooner than one warp splits it.
+constexpr int kSplitterWarps = 2;
+
+/// Threads of a block: the consumer warps, one producer warp and, where
+/// splits_x, the splitter warps.
+constexpr int block_threads(int element_size, int rows) {
+  return (consumer_groups(element_size, rows) * kGroupWarps + 1 +
+          (splits_x(element_size, rows) ? kSplitterWarps : 0)) *
+         32;
+}
+
+constexpr int kStageTileBytes = kCols * kStageBytes;
+/// Bytes TMA brings one ring slot: the weight's stage tile and, where x's
+/// rows travel with it, their kRows x 128-byte tile of the same stage.
+constexpr int landed_bytes(int rows, bool x_in_ring) {
+  return kStageTileBytes + (x_in_ring ? rows * kStageBytes : 0);
+}
+/// Bytes of one ring slot: what lands there, followed where x rides in the
+/// ring and splits_x by as many bytes as x's tile for its TF32 remainders.
+constexpr int slot_bytes(int element_size, int rows, bool x_in_ring) {
+  return landed_bytes(rows, x_in_ring) +
+         (x_in_ring && splits_x(element_size, rows) ? rows * kStageBytes : 0);
+}
+/// Bytes of a ring slot's mbarriers: full and empty, and where x is split in
+/// the ring, split.
+constexpr int slot_barrier_bytes(int element_size, int rows, bool x_in_ring) {
+  return x_in_ring && splits_x(element_size, rows) ? 24 : 16;
+}
 /// Blocks a multiprocessor holds at once as far as registers go (the
 /// kernel's launch bounds): blocks of 32 rows take over half the register
 /// file, and so do float32's warp-group blocks, which hold two stages' weight
@@ -79,13 +105,16 @@ constexpr int64_t exchange_bytes(int rows, int acc_size, int splits) {
          16;
 }
 
-/// Dynamic shared memory of one block: ring (with its two mbarriers per
-/// stage), x slab, partial sums, bias, the exchange, and slack to align the
-/// ring to the swizzle's 1024-byte period.
+/// Dynamic shared memory of one block: ring (with its mbarriers), x slab,
+/// partial sums, bias, the exchange, and slack to align the ring to the
+/// swizzle's 1024-byte period.
 constexpr int64_t smem_bytes(int ring_stages, int rows, int64_t slab_pitch,
                              int element_size, int acc_size, bool x_in_ring,
                              int splits) {
-  return 1024 + int64_t{ring_stages} * (slot_bytes(rows, x_in_ring) + 16) +
+  return 1024 +
+         int64_t{ring_stages} *
+             (slot_bytes(element_size, rows, x_in_ring) +
+              slot_barrier_bytes(element_size, rows, x_in_ring)) +
          int64_t{rows} * slab_pitch * element_size +
          int64_t{rows + 1} * kCols * acc_size +
          exchange_bytes(rows, acc_size, splits);
