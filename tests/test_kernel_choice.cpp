@@ -183,28 +183,29 @@ TEST(KernelChoice, FloatInOneTileTakesTheWarpMmaKernelBut64MiB) {
 
 TEST(KernelChoice, FloatPastSixteenRowsTakesTheWarpMmaKernel) {
   // 17 to 128 rows from 1024 columns, up to 64 MiB of weight, but not
-  // where the streaming kernel's table takes it: to 64 rows from 32 MiB,
-  // past 64 rows from 16 MiB and up to 2 MiB.
-  for (int64_t B : {17, 24, 32, 96, 128}) {
+  // where the streaming kernel's table takes it with x in its ring and
+  // contractions from 512; nor, without x in the ring, to 64 rows from
+  // 32 MiB.
+  for (int64_t B : {17, 24, 32, 48, 64, 96, 128}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
     EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kStream);
-    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)),
-              B <= 64 ? Route::kWarpMma : Route::kStream);
-    EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)),
-              B <= 64 ? Route::kWarpMma : Route::kStream);
+    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(8, B, 64, 512, 4)), Route::kStream);
     EXPECT_EQ(choose_route(h200(4, B, 64, 4096, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(64, B, 128, 8192, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(2, B, 64, 16384, 4)), Route::kWarpMma);
     EXPECT_NE(choose_route(h200(32, B, 128, 512, 4)), Route::kWarpMma);
   }
-  // 33 to 64 rows, where the streaming kernel runs too: long contractions
-  // or a small weight only, below 32 MiB.
-  for (int64_t B : {48, 64}) {
+  // x's tiles outside the ring (H not a multiple of a stage, or no tensor
+  // map over x): the table before the split warps.
+  for (int64_t B : {17, 24, 32}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
-    EXPECT_EQ(choose_route(h200(32, B, 128, 1024, 4)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(4, B, 64, 4096, 4)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kStream);
-    EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(16, B, 120, 2048, 4)), Route::kWarpMma);
+    auto strided = h200(16, B, 128, 2048, 4);
+    strided.x_tma_ok = false;
+    EXPECT_EQ(choose_route(strided), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(32, B, 120, 4096, 4)), Route::kStream);
   }
   // One pass of 16 rows streams; past 128 rows, cuBLAS.
   EXPECT_EQ(choose_route(h200(8, 16, 64, 1024, 4)), Route::kStream);

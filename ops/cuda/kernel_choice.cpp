@@ -106,13 +106,17 @@ constexpr int64_t kWarpMmaMaxWeightManyTiles = int64_t{1} << 20;
 // 2048 over more than 4 MiB (16,64,128,2048), and since x's tiles travel in
 // its ring ("v27") every weight from kStreamOverWarpMmaWeightFloat
 // (32,24-64,128,4096, 64 MiB: 1.5x faster; at 16 MiB the warp-mma kernel
-// still won, 16,24-32,128,2048 and 32,48,128,1024).
+// still won then, 16,24-32,128,2048 and 32,48,128,1024).
 constexpr int64_t kMinWarpMmaContractionFloat = 256;
 constexpr int64_t kMaxWarpMmaRowsFloat = 128;
 constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
 constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
 constexpr int64_t kWarpMmaLongContraction = 4096;
 constexpr int64_t kStreamOverWarpMmaWeightFloat = int64_t{32} << 20;
+// Since x's TF32 parts are split by warps of their own ("v43"), the
+// streaming kernel beats the warp-mma kernel past 16 rows wherever its
+// table takes the problem, x rides in its ring and the contraction is at
+// least kShortContraction long; at 256 it lost.
 // float32 in one n-tile (5 to 8 rows), since the streaming kernel's float32
 // blocks of 8 multiply by mma.sync again ("v30"): the warp-mma kernel beat
 // the streaming and warp-dot kernels from 2 to 256 MiB (8,6-8,64,1024 3.4
@@ -342,6 +346,10 @@ bool warp_mma_wins(const Problem& p) {
       return false;
     }
     if (p.B <= kMaxStreamRowsFloat && weight >= kStreamOverWarpMmaWeightFloat) {
+      return false;
+    }
+    if (p.B <= max_stream_rows_float(p) && weight >= kMinFloatWeightBytes &&
+        p.R * p.H >= kShortContraction && stream_x_fits_ring(p)) {
       return false;
     }
     // Past 64 rows the streaming kernel wins wherever the table takes it.
