@@ -45,9 +45,10 @@ inline constexpr int kStages = 4;
 inline constexpr int kChunkRows = 64;         // out goes back in 64-row pieces
 inline constexpr int kConsumerThreads = 256;  // two warp groups
 inline constexpr int kThreads = 128 + kConsumerThreads;
-// float32's split: warps 2 and 3 of the producer's group split the weight's
-// stages as they land.
+// float32's split: the producer's group's last two warps (2 and 3) split
+// the weight's stages as they land.
 inline constexpr int kSplitterThreads = 64;
+inline constexpr int kFirstSplitterThread = 128 - kSplitterThreads;
 inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
 /// kSplit: float32 as three TF32 products of split values (float32

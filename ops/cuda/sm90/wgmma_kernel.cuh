@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       return;
     }
     if constexpr (kSplit) {
-      if (threadIdx.x / 32 >= 2) {
+      if (threadIdx.x >= kFirstSplitterThread) {
         // A stage's weight, split as it lands: the big parts in place, the
         // remainders into the slot's part of `small`, made visible to the
         // tensor cores (the async proxy) before the consumers are told.
@@ -205,7 +205,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             pipeline.consumer_wait(landed);
             split_in_place<kStageB, kSplitterThreads>(
                 raw_pointer_cast(&sB(0, 0, slot)),
-                smem.small.b.begin() + slot * kStageB, threadIdx.x - 64);
+                smem.small.b.begin() + slot * kStageB,
+                threadIdx.x - kFirstSplitterThread);
             cutlass::arch::fence_view_async_shared();
             cutlass::arch::ClusterBarrier::arrive(&smem.small.split[slot]);
             ++landed;
