@@ -295,6 +295,12 @@ int64_t max_stream_rows_float(const Problem& p) {
   return kMaxStreamRowsFloat;
 }
 
+// Whether the measured table streams float32 `p`.
+bool stream_takes_float(const Problem& p) {
+  return p.B <= max_stream_rows_float(p) &&
+         weight_bytes(p) >= kMinFloatWeightBytes;
+}
+
 // The measured table's verdict for the streaming kernel on 16-bit problems
 // past 32 rows.
 bool stream_wins_half_long(const Problem& p) {
@@ -348,8 +354,8 @@ bool warp_mma_wins(const Problem& p) {
     if (p.B <= kMaxStreamRowsFloat && weight >= kStreamOverWarpMmaWeightFloat) {
       return false;
     }
-    if (p.B <= max_stream_rows_float(p) && weight >= kMinFloatWeightBytes &&
-        p.R * p.H >= kShortContraction && stream_x_fits_ring(p)) {
+    if (stream_takes_float(p) && p.R * p.H >= kShortContraction &&
+        stream_x_fits_ring(p)) {
       return false;
     }
     // Past 64 rows the streaming kernel wins wherever the table takes it.
@@ -794,8 +800,7 @@ RouteChoice choose(const Problem& p) {
               weight_bytes(p) >= kMinStreamWeightHalfLarge) ||
              stream_wins_half_long(p);
   } else if (p.element_size == 4) {
-    stream = p.B <= max_stream_rows_float(p) &&
-             weight_bytes(p) >= kMinFloatWeightBytes;
+    stream = stream_takes_float(p);
   }
   // Planned only where the table streams: the call's host-side cost.
   if (stream) {
