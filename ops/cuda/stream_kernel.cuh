@@ -450,12 +450,8 @@ __device__ __forceinline__ void split_x_stages(unsigned char* ring,
     }
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
-      const Tf32Split s0 = split_tf32(v[c].x), s1 = split_tf32(v[c].y);
-      const Tf32Split s2 = split_tf32(v[c].z), s3 = split_tf32(v[c].w);
       const uint32_t at = (first + c * 32) * 16;
-      ptx::st_shared_v4(x + at, make_uint4(s0.big, s1.big, s2.big, s3.big));
-      ptx::st_shared_v4(remainders + at,
-                        make_uint4(s0.small, s1.small, s2.small, s3.small));
+      store_split_tf32(v[c], x + at, remainders + at);
     }
     // The parts, visible to the tensor cores (the async proxy), before the
     // consumers learn of them.

@@ -27,6 +27,17 @@ __device__ __forceinline__ Tf32Split split_tf32(uint32_t bits) {
   return {big, ptx::cvt_rn_tf32(v - __uint_as_float(big))};
 }
 
+/// Splits the four float32 values of `v` (a 16-byte vector's bits) and
+/// stores their big parts at shared-memory address `big`, the remainders at
+/// `small`: the operand splits of the kernels that split in shared memory.
+__device__ __forceinline__ void store_split_tf32(const uint4& v, uint32_t big,
+                                                 uint32_t small) {
+  const Tf32Split x = split_tf32(v.x), y = split_tf32(v.y), z = split_tf32(v.z),
+                  w = split_tf32(v.w);
+  ptx::st_shared_v4(big, make_uint4(x.big, y.big, z.big, w.big));
+  ptx::st_shared_v4(small, make_uint4(x.small, y.small, z.small, w.small));
+}
+
 /// out[b][k] without the bias, summed over c = r * H + h in order.
 template <typename T>
 __device__ float dot_in_order(const GatherLinearParams<T>& p, int64_t b,

@@ -72,11 +72,8 @@ __device__ __forceinline__ void split_in_place(const void* values,
     }
     CUTE_UNROLL
     for (int i = 0; i < kInFlight; ++i) {
-      const Tf32Split x = split_tf32(in[i].x), y = split_tf32(in[i].y),
-                      z = split_tf32(in[i].z), w = split_tf32(in[i].w);
       const uint32_t at = kStride * (first + i);
-      ptx::st_shared_v4(v + at, make_uint4(x.big, y.big, z.big, w.big));
-      ptx::st_shared_v4(s + at, make_uint4(x.small, y.small, z.small, w.small));
+      store_split_tf32(in[i], v + at, s + at);
     }
   }
 }
