@@ -175,16 +175,7 @@ struct MmaStep<float> {
   __device__ __forceinline__ static void multiply(Sum& acc,
                                                   const uint32_t (&a)[4],
                                                   uint32_t b0, uint32_t b1) {
-    uint32_t big[4], small[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const Tf32Split s = split_tf32(a[i]);
-      big[i] = s.big, small[i] = s.small;
-    }
-    const Tf32Split x0 = split_tf32(b0), x1 = split_tf32(b1);
-    ptx::mma_m16n8k8_tf32(acc[0], small, x0.big, x1.big);
-    ptx::mma_m16n8k8_tf32(acc[1], big, x0.small, x1.small);
-    ptx::mma_m16n8k8_tf32(acc[2], big, x0.big, x1.big);
+    mma_m16n8k8_3xtf32(acc[0], acc[1], acc[2], a, b0, b1);
   }
 };
 

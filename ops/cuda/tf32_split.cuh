@@ -27,6 +27,27 @@ __device__ __forceinline__ Tf32Split split_tf32(uint32_t bits) {
   return {big, ptx::cvt_rn_tf32(v - __uint_as_float(big))};
 }
 
+/// One m16n8k8 step of a x b at float32 accuracy: a's fragment and b's
+/// (b0, b1) split here, the three products small x big, big x small and
+/// big x big summed into d0, d1 and d2 in turn (one sum for all three, or
+/// three that the tensor cores fill without waiting on each other).
+__device__ __forceinline__ void mma_m16n8k8_3xtf32(float (&d0)[4],
+                                                   float (&d1)[4],
+                                                   float (&d2)[4],
+                                                   const uint32_t (&a)[4],
+                                                   uint32_t b0, uint32_t b1) {
+  uint32_t big[4], small[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const Tf32Split s = split_tf32(a[i]);
+    big[i] = s.big, small[i] = s.small;
+  }
+  const Tf32Split x0 = split_tf32(b0), x1 = split_tf32(b1);
+  ptx::mma_m16n8k8_tf32(d0, small, x0.big, x1.big);
+  ptx::mma_m16n8k8_tf32(d1, big, x0.small, x1.small);
+  ptx::mma_m16n8k8_tf32(d2, big, x0.big, x1.big);
+}
+
 /// Splits the four float32 values of `v` (a 16-byte vector's bits) and
 /// stores their big parts at shared-memory address `big`, the remainders at
 /// `small`: the operand splits of the kernels that split in shared memory.

@@ -62,16 +62,7 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4],
                                     uint32_t b0, uint32_t b1) {
   if constexpr (std::is_same_v<T, float>) {
 #if __CUDA_ARCH__ >= 900  // cvt.rn.tf32; plan_warp_mma asks sm_90 for float32
-    uint32_t a_big[4], a_small[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const Tf32Split s = split_tf32(a[i]);
-      a_big[i] = s.big, a_small[i] = s.small;
-    }
-    const Tf32Split b_0 = split_tf32(b0), b_1 = split_tf32(b1);
-    ptx::mma_m16n8k8_tf32(d, a_small, b_0.big, b_1.big);
-    ptx::mma_m16n8k8_tf32(d, a_big, b_0.small, b_1.small);
-    ptx::mma_m16n8k8_tf32(d, a_big, b_0.big, b_1.big);
+    mma_m16n8k8_3xtf32(d, d, d, a, b0, b1);
 #endif
   } else {
     ptx::mma_m16n8k16<T>(d, a, b0, b1);
