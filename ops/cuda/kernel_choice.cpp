@@ -113,10 +113,6 @@ constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
 constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
 constexpr int64_t kWarpMmaLongContraction = 4096;
 constexpr int64_t kStreamOverWarpMmaWeightFloat = int64_t{32} << 20;
-// Since x's TF32 parts are split by warps of their own ("v43"), the
-// streaming kernel beats the warp-mma kernel past 16 rows wherever its
-// table takes the problem, x rides in its ring and the contraction is at
-// least kShortContraction long; at 256 it lost.
 // float32 in one n-tile (5 to 8 rows), since the streaming kernel's float32
 // blocks of 8 multiply by mma.sync again ("v30"): the warp-mma kernel beat
 // the streaming and warp-dot kernels from 2 to 256 MiB (8,6-8,64,1024 3.4
@@ -354,6 +350,10 @@ bool warp_mma_wins(const Problem& p) {
     if (p.B <= kMaxStreamRowsFloat && weight >= kStreamOverWarpMmaWeightFloat) {
       return false;
     }
+    // Since x's TF32 parts are split by warps of their own ("v43"), the
+    // streaming kernel wins past 16 rows wherever its table takes the
+    // problem, x rides in its ring and the contraction is at least
+    // kShortContraction long; at 256 it lost.
     if (stream_takes_float(p) && p.R * p.H >= kShortContraction &&
         stream_x_fits_ring(p)) {
       return false;
