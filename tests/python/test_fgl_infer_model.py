@@ -159,7 +159,7 @@ def test_aoti_package_with_a_folded_bias(tmp_path):
             torch.export.export(model, (x,)),
             package_path=str(tmp_path / "linear.pt2"))
     result = run("--input", tmp_path / "x.pt", "--model", package,
-                 "--output", tmp_path / "y.pt", "--json")
+                 "--device", "cpu", "--output", tmp_path / "y.pt", "--json")
     assert result.returncode == OK, result.stdout + result.stderr
     assert json.loads(result.stdout)["check"]["passed"] is True
     with torch.no_grad():
