@@ -88,14 +88,18 @@ std::vector<Shape> expect_exact_and_deterministic(
 // The streaming kernel where the sweep's small shapes do not reach: a
 // contraction split over a cluster of blocks (decode at 32,16,128,4096), a
 // weight ring that wraps around many times (many columns, no split), several
-// row tiles (the last one short past 32 rows), and x's tiles in the ring
+// row tiles (the last one short past 32 rows), x's tiles in the ring
 // at each block height (8, 16 and 32 rows: float32 by warp group at 16 and
-// 32).
+// 32), and float32's copies of several weight stages (blocks of 129 and 137
+// stages: each split's last copy runs past its stages, the last split's
+// past the weight) with x in the ring, in a slab (H = 33) and by CUDA cores
+// (3 rows).
 TEST(StreamKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  const std::vector<Shape> shapes = {{32, 16, 128, 4096}, {32, 1, 128, 4096},
-                                     {16, 3, 128, 9000},  {7, 40, 64, 200},
-                                     {8, 6, 64, 200},     {32, 200, 128, 300}};
+  const std::vector<Shape> shapes = {
+      {32, 16, 128, 4096}, {32, 1, 128, 4096}, {16, 3, 128, 9000},
+      {7, 40, 64, 200},    {8, 6, 64, 200},    {32, 200, 128, 300},
+      {43, 16, 768, 64},   {1056, 8, 33, 64},  {43, 3, 768, 64}};
   const auto taken =
       expect_exact_and_deterministic(cuda::Route::kStream, shapes);
   if (routes_as_measured()) EXPECT_EQ(taken, shapes);

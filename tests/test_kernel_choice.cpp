@@ -4,6 +4,7 @@
 
 #include <array>
 #include <initializer_list>
+#include <vector>
 
 #include "cuda/kernel_choice.h"
 #include "cuda/stream_layout.h"
@@ -160,17 +161,19 @@ TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
   EXPECT_FALSE(plan_warp_mma(ampere).has_value());
 }
 
-TEST(KernelChoice, FloatInOneTileTakesTheWarpMmaKernelBut64MiB) {
-  // 5 to 8 rows from 2 MiB of weight, to 256 MiB and past, but 64 MiB
-  // (#10's shape) streams; fewer rows and less weight stay with the
-  // warp-dot kernel, and under TF32 the table is the streaming kernel's.
+TEST(KernelChoice, FloatInOneTileTakesTheWarpMmaKernelButWhereBlocksStream) {
+  // 5 to 8 rows from 2 MiB of weight, but 64 MiB (#10's shape) streams, and
+  // so do blocks that stream 128 stages or more (copies of several, "v45"):
+  // 64,B,128,4096 (two splits of 128) and 64,B,128,8192 (256); fewer rows
+  // and less weight stay with the warp-dot kernel, and under TF32 the table
+  // is the streaming kernel's.
   for (int64_t B : {5, 6, 8}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
     EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(16, B, 128, 2048, 4)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(32, B, 128, 2048, 4)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(64, B, 128, 4096, 4)), Route::kWarpMma);
-    EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 4)), Route::kWarpMma);
+    EXPECT_EQ(choose_route(h200(64, B, 128, 4096, 4)), Route::kStream);
+    EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 4)), Route::kStream);
     EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kStream);
     EXPECT_EQ(choose_route(h200(4, B, 64, 1024, 4)), Route::kWarpDot);
     auto tf32 = h200(64, B, 128, 4096, 4);
@@ -403,26 +406,28 @@ TEST(KernelChoice, StreamCarriesXInTheRingWhereTheCopyEngineReadsIt) {
 }
 
 TEST(KernelChoice, StreamSlotsHoldXsRemaindersWhereSplitterWarpsSplitX) {
-  // float32 by warp group: x's TF32 remainders follow its tile in the slot,
-  // where TMA brings nothing, and start on the swizzle's 1024-byte period
-  // as the tiles do (wgmma reads them by descriptor).
+  // float32 by warp group: x's TF32 remainders follow its tile in its x
+  // slot, where TMA brings nothing, and start on the swizzle's 1024-byte
+  // period as the tiles do (wgmma reads them by descriptor).
   for (int rows : {16, 32}) {
     SCOPED_TRACE(::testing::Message() << rows << " rows");
     EXPECT_TRUE(stream::splits_x(4, rows));
-    const int landed = stream::landed_bytes(rows, true);
-    EXPECT_EQ(landed, stream::kStageTileBytes + rows * stream::kStageBytes);
+    const int tile = stream::x_tile_bytes(rows, true);
+    EXPECT_EQ(tile, rows * stream::kStageBytes);
+    EXPECT_EQ(stream::x_slot_bytes(4, rows, true), 2 * tile);
+    EXPECT_EQ(stream::landed_bytes(rows, true, 1, 1),
+              stream::kStageTileBytes + tile);
+    EXPECT_EQ(tile % 1024, 0);
     EXPECT_EQ(stream::slot_bytes(4, rows, true),
-              landed + rows * stream::kStageBytes);
-    EXPECT_EQ(landed % 1024, 0);
-    EXPECT_EQ(stream::slot_bytes(4, rows, true) % 1024, 0);
+              stream::kStageTileBytes + 2 * tile);
     EXPECT_EQ(stream::slot_barrier_bytes(4, rows, true), 24);
     EXPECT_EQ(stream::block_threads(4, rows),
               (2 * stream::kGroupWarps + 1 + stream::kSplitterWarps) * 32);
   }
-  // The others split nothing in the ring: a slot is what lands there.
+  // The others split nothing in the ring: an x slot is what lands there.
   EXPECT_FALSE(stream::splits_x(4, 8));
   EXPECT_FALSE(stream::splits_x(2, 16));
-  EXPECT_EQ(stream::slot_bytes(2, 16, true), stream::landed_bytes(16, true));
+  EXPECT_EQ(stream::x_slot_bytes(2, 16, true), stream::x_tile_bytes(16, true));
   EXPECT_EQ(stream::slot_bytes(4, 16, false), stream::kStageTileBytes);
   EXPECT_EQ(stream::slot_barrier_bytes(4, 16, false), 16);
   EXPECT_EQ(stream::block_threads(2, 16), (2 * stream::kGroupWarps + 1) * 32);
@@ -433,6 +438,56 @@ TEST(KernelChoice, StreamSlotsHoldXsRemaindersWhereSplitterWarpsSplitX) {
   EXPECT_GE(plan->smem_bytes,
             plan->ring_stages * (stream::slot_bytes(4, 16, true) +
                                  stream::slot_barrier_bytes(4, 16, true)));
+}
+
+TEST(KernelChoice, StreamCopiesSeveralStagesWhereBlocksStreamMany) {
+  // A copy brings every one of its stages, past the block's last too: the
+  // tx count covers them all, and x's tiles only of the stages streamed.
+  EXPECT_EQ(stream::landed_bytes(16, true, 4, 3),
+            4 * stream::kStageTileBytes + 3 * 16 * stream::kStageBytes);
+  EXPECT_EQ(stream::landed_bytes(8, false, 1, 1), stream::kStageTileBytes);
+  // float32 copies several stages; the other types one.
+  const int copy = stream::copy_stages(4);
+  EXPECT_GT(copy, 1);
+  EXPECT_EQ(stream::copy_stages(2), 1);
+  EXPECT_EQ(stream::copy_stages(8), 1);
+  const auto expect_copies = [&](const Problem& problem, bool copies) {
+    SCOPED_TRACE(::testing::Message()
+                 << problem.R << "," << problem.B << "," << problem.H << ","
+                 << problem.K << " " << problem.element_size << "-byte");
+    const auto plan = plan_stream(problem);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(plan->copy_stages, copies ? copy : 1);
+    EXPECT_EQ(plan->ring_stages % plan->copy_stages, 0);
+    if (copies) {
+      EXPECT_GE(plan->stages_per_split, 128);
+      EXPECT_GE(plan->ring_stages, 2 * copy);
+    }
+    const int e = problem.element_size;
+    EXPECT_EQ(plan->smem_bytes,
+              stream::smem_bytes(plan->ring_stages, plan->rows_per_block,
+                                 plan->slab_pitch, e, e == 8 ? 8 : 4,
+                                 plan->x_in_ring, plan->splits));
+  };
+  // float32 blocks of 4 to 16 rows streaming 128 stages or more (R * H /
+  // 32 a block: 64,B,128,8192 one split of 256 stages; 32,16,128,8192 128;
+  // eight splits of 129 or 137, the last copies past each split: the
+  // streaming kernel's tests).
+  for (int64_t B : {1, 3, 8, 16})
+    expect_copies(h200(64, B, 128, 8192, 4), true);
+  expect_copies(h200(32, 16, 128, 8192, 4), true);
+  for (const auto& [R, B, H] : std::vector<std::array<int64_t, 3>>{
+           {43, 16, 768}, {1056, 8, 33}, {43, 3, 768}}) {
+    expect_copies(h200(R, B, H, 64, 4), true);
+    EXPECT_EQ(plan_stream(h200(R, B, H, 64, 4))->splits, 8);
+  }
+  // Not: the decode problem's 64 stages a block, 32 rows, a contraction of
+  // whole stages only in part (H = 33), the half types and float64.
+  expect_copies(h200(32, 16, 128, 4096, 4), false);
+  expect_copies(h200(16, 16, 128, 2048, 4), false);
+  expect_copies(h200(64, 32, 128, 8192, 4), false);
+  expect_copies(h200(130, 8, 33, 8192, 4), false);
+  for (int e : {2, 8}) expect_copies(h200(64, 16, 128, 8192, e), false);
 }
 
 TEST(KernelChoice, StreamRingsShareAMultiprocessorOnlyWhereRegistersDo) {

@@ -48,25 +48,35 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return encode;
 }
 
-// The weight [K, C] as the copy engine sees it: boxes of kCols rows by one
-// 128-byte stage, swizzled so that ldmatrix reads them without bank
-// conflicts; rows past K and columns past C arrive as zeros.
+// The weight [K, C] as the copy engine sees it: boxes of kCols rows by
+// copy_stages 128-byte stages, swizzled so that ldmatrix reads them without
+// bank conflicts; rows past K arrive as zeros. One stage a box: dims (C, K),
+// columns past C arriving as zeros. Several: dims (stage columns, K,
+// stages), the weight's 128-byte stages as a third dimension, so that a box
+// lands as that many [kCols][kStageBytes] tiles back to back (C a multiple
+// of a stage, plan_stream); stages past C arrive as zeros.
 template <typename T>
-cudaError_t encode_weight_map(const GatherLinearParams<T>& p,
+cudaError_t encode_weight_map(const GatherLinearParams<T>& p, int copy_stages,
                               CUtensorMap* map) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return cudaErrorNotSupported;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.R * p.H),
-                              static_cast<cuuint64_t>(p.K)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(p.weight_stride_k) *
-                                 sizeof(T)};
-  const cuuint32_t box[2] = {stream::kStageBytes / sizeof(T), stream::kCols};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult status =
-      encode(map, tensor_map_type<T>(), 2, const_cast<T*>(p.weight), dims,
-             strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  constexpr int64_t kStageC = stream::kStageBytes / sizeof(T);
+  const int64_t C = p.R * p.H;
+  const bool by_stage = copy_stages > 1;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(by_stage ? kStageC : C),
+                              static_cast<cuuint64_t>(p.K),
+                              static_cast<cuuint64_t>(C / kStageC)};
+  const cuuint64_t strides[2] = {
+      static_cast<cuuint64_t>(p.weight_stride_k) * sizeof(T),
+      stream::kStageBytes};
+  const cuuint32_t box[3] = {kStageC, stream::kCols,
+                             static_cast<cuuint32_t>(copy_stages)};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult status = encode(
+      map, tensor_map_type<T>(), by_stage ? 3 : 2, const_cast<T*>(p.weight),
+      dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return status == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
@@ -93,12 +103,12 @@ cudaError_t encode_x_map(const GatherLinearParams<T>& p, CUtensorMap* map) {
   return status == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <typename T, int kRows>
-cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
-                               const StreamPlan& plan, bool x_vectors,
-                               cudaStream_t stream) {
+template <typename T, int kRows, int kCopy>
+cudaError_t launch_stream_copies(const GatherLinearParams<T>& p,
+                                 const StreamPlan& plan, bool x_vectors,
+                                 cudaStream_t stream) {
   CUtensorMap map;
-  if (const auto err = encode_weight_map(p, &map); err != cudaSuccess) {
+  if (const auto err = encode_weight_map(p, kCopy, &map); err != cudaSuccess) {
     return err;
   }
   CUtensorMap x_map{};  // unread without x_in_ring
@@ -108,7 +118,7 @@ cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
       return err;
     }
   }
-  const auto kernel = stream::gather_linear_stream_kernel<T, kRows>;
+  const auto kernel = stream::gather_linear_stream_kernel<T, kRows, kCopy>;
   if (const auto err = cudaFuncSetAttribute(
           kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
           static_cast<int>(plan.smem_bytes));
@@ -138,6 +148,22 @@ cudaError_t launch_warp_dot_rows(const GatherLinearParams<T>& p,
   const warp_dot::Layout layout{plan.splits, static_cast<int32_t>(plan.slice)};
   return launch_dependent(warp_dot::gather_linear_warp_dot_kernel<T, kRows>,
                           grid, dim3(plan.threads), 0, stream, 1, p, layout);
+}
+
+// The instances of plan.copy_stages: one stage a copy, or the type's
+// copy_stages.
+template <typename T, int kRows>
+cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
+                               const StreamPlan& plan, bool x_vectors,
+                               cudaStream_t stream) {
+  constexpr int kCopy = stream::copy_stages(sizeof(T));
+  if constexpr (kCopy > 1) {
+    if (plan.copy_stages == kCopy) {
+      return launch_stream_copies<T, kRows, kCopy>(p, plan, x_vectors, stream);
+    }
+  }
+  if (plan.copy_stages != 1) return cudaErrorInvalidValue;
+  return launch_stream_copies<T, kRows, 1>(p, plan, x_vectors, stream);
 }
 
 template <typename T, int kRowTiles>
@@ -210,7 +236,7 @@ cudaError_t launch_stream(const GatherLinearParams<T>& p,
 
 cudaError_t stream_resident_clusters(int device, ResidentClusters& counts) {
   // Any instance at the whole shared memory: one block a multiprocessor.
-  const auto kernel = stream::gather_linear_stream_kernel<float, 32>;
+  const auto kernel = stream::gather_linear_stream_kernel<float, 32, 1>;
   const auto whole_smem = [&](int& smem_bytes) {
     if (const auto err = cudaDeviceGetAttribute(
             &smem_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);

@@ -63,6 +63,11 @@ constexpr int64_t kFullGridEighths = 7;
 // float32 blocks ask L2 for their first stages before the wait ("v31":
 // 8,16,64,1024 4.35 -> 4.07 us); the half types lost 0.05-0.2 us with it.
 constexpr int kPrefetchStagesFloat = 4;
+// Copies of several weight stages (stream::copy_stages) won 1-16% where a
+// block of up to 16 rows streams 128 stages or more, and lost 1.5-6% at
+// 22-64 stages and 2-7% at 32 rows ("v45").
+constexpr int64_t kMinCopyStagesPerBlock = 128;
+constexpr int kMaxCopyRows = 16;
 // The warp-dot kernel splits contractions until this many warps a
 // multiprocessor take part.
 constexpr int64_t kWarpDotWarpsPerSm = 16;
@@ -339,6 +344,10 @@ bool warp_mma_wins(const Problem& p) {
       return false;
     }
     if (p.B > warp_mma::kRowsPerTile / 2 && p.B <= warp_mma::kRowsPerTile) {
+      // The streaming kernel's copies of several stages overtook it ("v45").
+      if (const auto plan = plan_stream(p); plan && plan->copy_stages > 1) {
+        return false;
+      }
       return weight >= kMinWarpMmaOneTileWeightFloat &&
              (weight < kStreamOneTileWeightFloat ||
               weight >= kStreamOneTileWeightFloatEnd);
@@ -706,6 +715,22 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
   }
   if (best.splits == 0) return std::nullopt;
   best.prefetch_stages = e == 4 ? kPrefetchStagesFloat : 0;
+  // Copies of several stages where the type takes them and they won: the
+  // weight splits into whole stages (its 3-D view, encode_weight_map), the
+  // ring, cut to a multiple of them, still holds two, and a block streams
+  // many stages in few rows. A multiple of the copy is one of the groups
+  // too.
+  const int copy = stream::copy_stages(e);
+  const int copy_ring = best.ring_stages - best.ring_stages % copy;
+  if (copy > 1 && C % stage_c == 0 && copy_ring >= 2 * copy &&
+      best.stages_per_split >= kMinCopyStagesPerBlock &&
+      best.rows_per_block <= kMaxCopyRows) {
+    best.copy_stages = copy;
+    best.ring_stages = copy_ring;
+    best.smem_bytes =
+        stream::smem_bytes(copy_ring, best.rows_per_block, best.slab_pitch, e,
+                           acc_size, best.x_in_ring, best.splits);
+  }
   return best;
 }
 

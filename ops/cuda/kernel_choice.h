@@ -76,6 +76,11 @@ struct StreamPlan {
   int splits = 0;                // blocks per cluster along the contraction
   int64_t stages_per_split = 0;  // 128-byte weight stages per block
   int ring_stages = 0;           // stages in flight per block
+  // Weight stages one bulk copy brings into consecutive slots (the ring a
+  // multiple of them): stream::copy_stages where C is a multiple of a stage,
+  // the ring holds two copies and a block of few rows streams many stages,
+  // else 1.
+  int copy_stages = 1;
   // x's stage tiles travel in the ring beside the weight's (tensor-core
   // instances, x_tma_ok, H a multiple of a stage); else the block gathers
   // an x slab first.

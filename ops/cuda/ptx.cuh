@@ -141,6 +141,18 @@ __device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map,
       : "memory");
 }
 
+// Asks L2 for the box at (c0, c1, c2) of the 3-D tensor `map`, without
+// waiting for it.
+__device__ __forceinline__ void tma_prefetch_3d(const CUtensorMap* map,
+                                                int32_t c0, int32_t c1,
+                                                int32_t c2) {
+  asm volatile(
+      "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::
+          "l"(map),
+      "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
 // Copies the box at (c0, c1) of the 2-D tensor `map` into shared memory at
 // `dst`; completion is counted in bytes on `bar`.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map,

@@ -6,7 +6,8 @@
 // rows of B. Each block
 //   1. has its producer warp stream its [kCols, c range] weight tile through
 //      a ring of shared-memory stages with bulk tensor copies (TMA), each
-//      stage one 128-byte-wide box, swizzled, completing on an mbarrier;
+//      stage a 128-byte-wide tile, swizzled, several of them a copy where
+//      the weight's view allows, completing on an mbarrier;
 //   2. finds x's rows of a stage beside its weight in the ring, copied by
 //      the producer from a 3-D tensor map over x (H, B, R) (the tensor-core
 //      instances, where x is laid out for the copy engine and a stage never
@@ -117,16 +118,39 @@ inline constexpr bool kGroupMma = true;
 inline constexpr bool kGroupMma = false;
 #endif
 
+// Where a slot's tiles lie in the ring: the slots in runs of `copy`, the
+// stages one copy brings, each run its weight tiles back to back (where the
+// copy lands) followed by its slots' x tiles (x_slot_size bytes each), on
+// the swizzle's 1024-byte period.
+struct RingLayout {
+  unsigned char* ring;
+  int slot_size;  // slot_bytes: a slot's share of its run
+  int x_slot_size;
+  int copy;  // a power of two
+  __device__ __forceinline__ unsigned char* weight(int slot) const {
+    return ring + (slot & -copy) * slot_size +
+           (slot & (copy - 1)) * kStageTileBytes;
+  }
+  // Bytes from a slot's weight tile to its x tile: the tile after it for
+  // one stage a copy.
+  __device__ __forceinline__ int x_offset(int slot) const {
+    return copy * kStageTileBytes +
+           (slot & (copy - 1)) * (x_slot_size - kStageTileBytes);
+  }
+};
+
 // A consumer group's walk through the ring: group g takes stages g, g +
 // groups, ...; with a ring of a multiple of `groups` slots (or one that holds
 // every stage, plan_stream) a slot always serves the same group, so its
 // phases are waited for in order. Slot and lap advance by counting, as the
 // producer's do.
 struct GroupRing {
-  unsigned char* ring;
-  int slot_size;
+  RingLayout layout;
   // A slot's stage is ready: landed, or where x is split in the ring, split.
+  // Slot s waits on ready[s & ready_mask]: the first slot of its copy where
+  // that barrier is the copy's.
   uint64_t* ready;
+  int ready_mask;
   uint64_t* empty;
   int ring_stages;
   int groups;
@@ -137,13 +161,16 @@ struct GroupRing {
 
   // Waits for the group's next stage; returns its slot.
   __device__ __forceinline__ int acquire() {
-    ptx::mbarrier_wait(&ready[slot], lap & 1);
+    ptx::mbarrier_wait(&ready[slot & ready_mask], lap & 1);
     const int taken = slot;
     for (slot += groups; slot >= ring_stages;) slot -= ring_stages, ++lap;
     return taken;
   }
   __device__ __forceinline__ uint32_t address(int taken) const {
-    return ptx::smem_addr(ring + taken * slot_size);
+    return ptx::smem_addr(layout.weight(taken));
+  }
+  __device__ __forceinline__ uint32_t x_address(int taken) const {
+    return address(taken) + layout.x_offset(taken);
   }
   // Hands a slot back to the producer once the warp is done with it.
   __device__ __forceinline__ void release(int taken) const {
@@ -215,11 +242,13 @@ struct MmaMath {
     int slot[2];
     for (int64_t i = 0;; i += 2) {
       slot[0] = ring.acquire();
-      issue_tf32(ops[0], fresh[0], ring.address(slot[0]), warp, lane);
+      issue_tf32(ops[0], fresh[0], ring.address(slot[0]),
+                 ring.x_address(slot[0]), warp, lane);
       if (i > 0) retire_tf32<1>(fresh[1], ring, slot[1]);
       if (i + 1 == stages) return retire_tf32<0>(fresh[0], ring, slot[0]);
       slot[1] = ring.acquire();
-      issue_tf32(ops[1], fresh[1], ring.address(slot[1]), warp, lane);
+      issue_tf32(ops[1], fresh[1], ring.address(slot[1]),
+                 ring.x_address(slot[1]), warp, lane);
       retire_tf32<1>(fresh[0], ring, slot[0]);
       if (i + 2 == stages) return retire_tf32<0>(fresh[1], ring, slot[1]);
     }
@@ -232,12 +261,13 @@ struct MmaMath {
     uint32_t big[kSteps][4], small[kSteps][4];
   };
 
-  // Splits the weight of the stage in slot `w` into registers and starts
-  // its 12 multiplies into `sum`; x's parts, split in the slot, are read by
+  // Splits the stage's weight tile `w` into registers and starts its 12
+  // multiplies into `sum`; x's parts, split in its slot `x`, are read by
   // descriptor.
   __device__ __forceinline__ void issue_tf32(Tf32Operands& a,
                                              float (&sum)[kTiles][4],
-                                             uint32_t w, int warp, int lane) {
+                                             uint32_t w, uint32_t x, int warp,
+                                             int lane) {
     constexpr int kSteps = Tf32Operands::kSteps;
     const int m = lane / 8;
     const int row = warp * 16 + (m & 1) * 8 + (lane & 7);
@@ -251,9 +281,9 @@ struct MmaMath {
         a.big[s][i] = split.big, a.small[s][i] = split.small;
       }
     }
-    const uint32_t x = w + kStageTileBytes;
     const uint64_t b = ptx::wgmma_desc_sw128(x);
-    const uint64_t b_small = ptx::wgmma_desc_sw128(x + kRows * kStageBytes);
+    const uint64_t b_small =
+        ptx::wgmma_desc_sw128(x + x_tile_bytes(kRows, true));
     // The three products of a step go to one sum, which the tensor cores
     // chain without a wait; a stage's sum starts fresh (see stage below).
     ptx::wgmma_fence();
@@ -415,13 +445,14 @@ using Math = std::conditional_t<uses_tensor_cores(sizeof(T), kRows),
                                 MmaMath<T, kRows>, SimtMath<T, kRows>>;
 
 // Splitter warp `splitter` of kSplitterWarps: each of the block's `stages`
-// x tiles, as it lands in the ring, split into its TF32 parts, the big ones
-// in place and the remainders after the tile, so that the consumer groups
-// read both by descriptor without splitting or meeting. The warps take a
-// tile in equal parts and each arrives on the slot's split barrier.
+// x tiles, as it lands in its x slot, split into its TF32 parts, the big
+// ones in place and the remainders after the tile, so that the consumer
+// groups read both by descriptor without splitting or meeting. The warps
+// take a tile in equal parts and each arrives on the slot's split barrier.
+// Slot s lands on full[s & full_mask] (GroupRing::ready_mask).
 template <int kRows>
-__device__ __forceinline__ void split_x_stages(unsigned char* ring,
-                                               int slot_size, uint64_t* full,
+__device__ __forceinline__ void split_x_stages(const RingLayout& ring,
+                                               uint64_t* full, int full_mask,
                                                uint64_t* split, int ring_stages,
                                                int64_t stages, int splitter,
                                                int lane) {
@@ -430,10 +461,9 @@ __device__ __forceinline__ void split_x_stages(unsigned char* ring,
   int slot = 0;
   uint32_t lap = 0;
   for (int64_t i = 0; i < stages; ++i) {
-    ptx::mbarrier_wait(&full[slot], lap & 1);
-    const uint32_t x =
-        ptx::smem_addr(ring + slot * slot_size) + kStageTileBytes;
-    const uint32_t remainders = x + kRows * kStageBytes;
+    ptx::mbarrier_wait(&full[slot & full_mask], lap & 1);
+    const uint32_t x = ptx::smem_addr(ring.weight(slot)) + ring.x_offset(slot);
+    const uint32_t remainders = x + x_tile_bytes(kRows, true);
     uint4 v[kChunks];
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
@@ -453,7 +483,9 @@ __device__ __forceinline__ void split_x_stages(unsigned char* ring,
   }
 }
 
-template <typename T, int kRows>
+// kCopy: weight stages a copy brings (1, or copy_stages(sizeof(T)) where
+// the plan says so).
+template <typename T, int kRows, int kCopy>
 __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
                                   blocks_per_multiprocessor(sizeof(T), kRows))
     gather_linear_stream_kernel(const __grid_constant__ CUtensorMap weight_map,
@@ -475,12 +507,16 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
   const bool x_split_in_ring = Math<T, kRows>::kByWarpGroup && x_in_ring;
 
   extern __shared__ unsigned char smem[];
-  // [ring_stages][slot_size]: each slot [kCols][kStageBytes] of weight, then
-  // (x_in_ring) [kRows][kStageBytes] of x and (splits_x) [kRows][kStageBytes]
-  // of x's TF32 remainders; on the swizzle's 1024-byte period
-  // (offsetting the array keeps the compiler's knowledge that these are
-  // shared-memory addresses).
+  // The ring: [ring_stages][slot_size] in runs of copy_stages slots
+  // (RingLayout), a slot [kCols][kStageBytes] of weight and (x_in_ring)
+  // [kRows][kStageBytes] of x and (splits_x) [kRows][kStageBytes] of x's
+  // TF32 remainders; on the swizzle's 1024-byte period (offsetting the
+  // array keeps the compiler's knowledge that these are shared-memory
+  // addresses).
   unsigned char* ring = smem + ((1024 - (ptx::smem_addr(smem) & 1023)) & 1023);
+  constexpr int copy = kCopy;
+  const RingLayout slots{ring, slot_size,
+                         x_slot_bytes(sizeof(T), kRows, x_in_ring), copy};
   T* slab = reinterpret_cast<T*>(ring + l.ring_stages * slot_size);
   acc_t* partial = reinterpret_cast<acc_t*>(slab + kRows * l.slab_pitch);
   acc_t* bias = partial + kRows * kCols;  // [kCols]
@@ -526,24 +562,44 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
   // The cluster learns that every block's exchange barrier is set up; its
   // blocks wait for that only when they exchange, long after.
   if (splits > 1) ptx::cluster_arrive_relaxed();
+  // A copy brings copy_stages weight stages into consecutive slots: the
+  // weight's tensor map (encode_weight_map) is (c, K) with a box of one
+  // stage, or (c within a stage, K, stage) with a box of copy_stages.
+  const auto copy_weight = [&](unsigned char* dst, uint64_t* bar,
+                               int64_t stage) {
+    if (copy == 1) {
+      ptx::tma_load_2d(dst, &weight_map, bar,
+                       static_cast<int32_t>(stage * kStageC),
+                       static_cast<int32_t>(k0));
+    } else {
+      ptx::tma_load_3d(dst, &weight_map, bar, 0, static_cast<int32_t>(k0),
+                       static_cast<int32_t>(stage));
+    }
+  };
   // The weight's first stages are asked of L2 while the grid before this one
   // ends. Safe before the wait: a prefetch only warms L2, which that grid
   // writes through, so no load can see stale bytes.
   if (warp == kConsumerWarps && lane == 0) {
     const int64_t ahead = min(int64_t{l.prefetch_stages}, stages);
-    for (int64_t i = 0; i < ahead; ++i) {
-      ptx::tma_prefetch_2d(&weight_map,
-                           static_cast<int32_t>((stage0 + i) * kStageC),
-                           static_cast<int32_t>(k0));
+    for (int64_t i = 0; i < ahead; i += copy) {
+      if (copy == 1) {
+        ptx::tma_prefetch_2d(&weight_map,
+                             static_cast<int32_t>((stage0 + i) * kStageC),
+                             static_cast<int32_t>(k0));
+      } else {
+        ptx::tma_prefetch_3d(&weight_map, 0, static_cast<int32_t>(k0),
+                             static_cast<int32_t>(stage0 + i));
+      }
     }
   }
   ptx::await_previous_grid();
 
   Math<T, kRows> math;  // the consumers' sums
   if (warp == kConsumerWarps) {
-    // Producer: one lane keeps the ring full, kIssueGroup stages at a time.
-    // Slot and lap advance by counting (the ring's depth is a runtime
-    // value, and a division by it would cost more than a stage's math).
+    // Producer: one lane keeps the ring full, a copy or kIssueGroup stages
+    // at a time. Slot and lap advance by counting (the ring's depth is a
+    // runtime value, and a division by it would cost more than a stage's
+    // math); a copy's slots never wrap, the ring a multiple of copies.
     if (lane == 0) {
       ptx::prefetch_tensor_map(&weight_map);
       if (x_in_ring) ptx::prefetch_tensor_map(&x_map);
@@ -561,24 +617,32 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
         x_r = c0 / h;
         x_h = c0 - x_r * h;
       }
-      for (int64_t i0 = 0; i0 < stages; i0 += kIssueGroup) {
-        const int n = static_cast<int>(min(int64_t{kIssueGroup}, stages - i0));
+      // Stages issued back to back: a copy's, or kIssueGroup of one a copy.
+      constexpr int kIssue = copy > 1 ? copy : kIssueGroup;
+      for (int64_t i0 = 0; i0 < stages; i0 += kIssue) {
+        const int n = static_cast<int>(min(int64_t{kIssue}, stages - i0));
+        // A copy fills all of its slots, those past the last stage too.
+        const int filled = copy > 1 ? copy : n;
         int s = slot;
         uint32_t s_lap = lap;
-        for (int q = 0; q < n; ++q) {
+        for (int q = 0; q < filled; ++q) {
           if (s_lap > 0) ptx::mbarrier_wait(&empty[s], (s_lap - 1) & 1);
           if (++s == l.ring_stages) s = 0, ++s_lap;
         }
-        for (int q = 0; q < n; ++q) {
-          unsigned char* dst = ring + slot * slot_size;
-          ptx::mbarrier_arrive_expect_tx(&full[slot],
-                                         landed_bytes(kRows, x_in_ring));
-          ptx::tma_load_2d(dst, &weight_map, &full[slot],
-                           static_cast<int32_t>((stage0 + i0 + q) * kStageC),
-                           static_cast<int32_t>(k0));
-          if (x_in_ring) {
-            ptx::tma_load_3d(dst + kStageTileBytes, &x_map, &full[slot], x_h,
-                             static_cast<int32_t>(b0), x_r);
+        // A copy's stages, x's tiles too, complete on its first slot's
+        // barrier.
+        uint64_t* bar = &full[slot];
+        for (int q = 0; q < filled; ++q) {
+          if (copy == 1 || q == 0) {
+            bar = &full[slot];
+            ptx::mbarrier_arrive_expect_tx(
+                bar, copy == 1 ? landed_bytes(kRows, x_in_ring, 1, 1)
+                               : landed_bytes(kRows, x_in_ring, copy, n));
+            copy_weight(slots.weight(slot), bar, stage0 + i0 + q);
+          }
+          if (x_in_ring && (copy == 1 || q < n)) {
+            ptx::tma_load_3d(slots.weight(slot) + slots.x_offset(slot), &x_map,
+                             bar, x_h, static_cast<int32_t>(b0), x_r);
             if ((x_h += kStageC) == p.H) x_h = 0, ++x_r;
           }
           if (++slot == l.ring_stages) slot = 0, ++lap;
@@ -590,7 +654,7 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
     // Splitters (split_x_stages).
     if constexpr (splits_x(sizeof(T), kRows)) {
       if (x_split_in_ring) {
-        split_x_stages<kRows>(ring, slot_size, full, x_split, l.ring_stages,
+        split_x_stages<kRows>(slots, full, -copy, x_split, l.ring_stages,
                               stages, warp - kConsumerWarps - 1, lane);
       }
     }
@@ -607,9 +671,16 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
       ptx::cp_async_wait_all();
       ptx::named_barrier_sync(1, kConsumerWarps * 32);
     }
-    GroupRing ring_walk{ring,  slot_size,     x_split_in_ring ? x_split : full,
-                        empty, l.ring_stages, kGroups,
-                        group, lane};
+    // Where x is split in the ring, a slot is ready when split, each on its
+    // own barrier; else when its copy lands.
+    GroupRing ring_walk{slots,
+                        x_split_in_ring ? x_split : full,
+                        x_split_in_ring ? -1 : -copy,
+                        empty,
+                        l.ring_stages,
+                        kGroups,
+                        group,
+                        lane};
     const int64_t group_stages =
         stages > group ? (stages - group + kGroups - 1) / kGroups : 0;
     bool streamed = false;
@@ -627,7 +698,7 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
       if constexpr (kTensorCores) {
         const uint32_t w = ring_walk.address(slot);
         if (x_in_ring) {
-          math.stage(w, TileRows{w + kStageTileBytes}, group_warp, lane);
+          math.stage(w, TileRows{ring_walk.x_address(slot)}, group_warp, lane);
         } else {
           const auto pitch = static_cast<uint32_t>(l.slab_pitch * sizeof(T));
           math.stage(w,
@@ -637,7 +708,7 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
                      group_warp, lane);
         }
       } else {
-        math.stage(ring + slot * slot_size, slab + i * kStageC, l.slab_pitch,
+        math.stage(slots.weight(slot), slab + i * kStageC, l.slab_pitch,
                    group_warp, lane);
       }
       ring_walk.release(slot);

@@ -50,16 +50,41 @@ constexpr int block_threads(int element_size, int rows) {
 }
 
 constexpr int kStageTileBytes = kCols * kStageBytes;
-/// Bytes TMA brings one ring slot: the weight's stage tile and, where x's
-/// rows travel with it, their kRows x 128-byte tile of the same stage.
-constexpr int landed_bytes(int rows, bool x_in_ring) {
-  return kStageTileBytes + (x_in_ring ? rows * kStageBytes : 0);
+/// Weight stages one bulk copy brings, where the weight splits into whole
+/// stages: the copy engine streams fewer, larger boxes faster than one
+/// stage's, float32's where a block streams many stages (plan_stream); the
+/// half types streamed slower so (bench/NOTES.md v44, v45). An instance's copy
+/// is a compile-time constant: a runtime one cost more than the larger boxes
+/// won.
+constexpr int copy_stages(int element_size) {
+  return element_size == 4 ? 4 : 1;
 }
-/// Bytes of one ring slot: what lands there, followed where x rides in the
-/// ring and splits_x by as many bytes as x's tile for its TF32 remainders.
+
+// The ring, in runs of a copy's slots: a run's weight tiles back to back, so
+// that a copy of several stages lands in one piece, then as many x slots
+// (where x rides in the ring): x's stage tile and, where splits_x, its TF32
+// remainders (stream_kernel.cuh, RingLayout).
+
+/// Bytes of x's tile of one stage in the ring.
+constexpr int x_tile_bytes(int rows, bool x_in_ring) {
+  return x_in_ring ? rows * kStageBytes : 0;
+}
+/// Bytes of one x slot: x's tile, followed where splits_x by as many bytes
+/// for its TF32 remainders.
+constexpr int x_slot_bytes(int element_size, int rows, bool x_in_ring) {
+  return x_tile_bytes(rows, x_in_ring) *
+         (x_in_ring && splits_x(element_size, rows) ? 2 : 1);
+}
+/// Bytes of the ring a stage takes: its weight tile and its x slot.
 constexpr int slot_bytes(int element_size, int rows, bool x_in_ring) {
-  return landed_bytes(rows, x_in_ring) +
-         (x_in_ring && splits_x(element_size, rows) ? rows * kStageBytes : 0);
+  return kStageTileBytes + x_slot_bytes(element_size, rows, x_in_ring);
+}
+/// Bytes TMA brings for one copy: all of its `copy_stages` weight tiles
+/// (those past the block's last stage too) and x's tiles of the `stages` of
+/// them the block streams.
+constexpr int landed_bytes(int rows, bool x_in_ring, int copy_stages,
+                           int stages) {
+  return copy_stages * kStageTileBytes + stages * x_tile_bytes(rows, x_in_ring);
 }
 /// Bytes of a ring slot's mbarriers: full and empty, and where x is split in
 /// the ring, split.
