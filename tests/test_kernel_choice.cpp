@@ -446,11 +446,16 @@ TEST(KernelChoice, StreamCopiesSeveralStagesWhereBlocksStreamMany) {
   EXPECT_EQ(stream::landed_bytes(16, true, 4, 3),
             4 * stream::kStageTileBytes + 3 * 16 * stream::kStageBytes);
   EXPECT_EQ(stream::landed_bytes(8, false, 1, 1), stream::kStageTileBytes);
-  // float32 copies several stages; the other types one.
-  const int copy = stream::copy_stages(4);
+  // float32 blocks of up to 16 rows copy several stages; the other types
+  // and 32 rows one.
+  const int copy = stream::copy_stages(4, 16);
   EXPECT_GT(copy, 1);
-  EXPECT_EQ(stream::copy_stages(2), 1);
-  EXPECT_EQ(stream::copy_stages(8), 1);
+  for (int rows : {4, 8}) EXPECT_EQ(stream::copy_stages(4, rows), copy);
+  EXPECT_EQ(stream::copy_stages(4, 32), 1);
+  for (int rows : {4, 8, 16, 32}) {
+    EXPECT_EQ(stream::copy_stages(2, rows), 1);
+    EXPECT_EQ(stream::copy_stages(8, rows), 1);
+  }
   const auto expect_copies = [&](const Problem& problem, bool copies) {
     SCOPED_TRACE(::testing::Message()
                  << problem.R << "," << problem.B << "," << problem.H << ","

@@ -156,7 +156,7 @@ template <typename T, int kRows>
 cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
                                const StreamPlan& plan, bool x_vectors,
                                cudaStream_t stream) {
-  constexpr int kCopy = stream::copy_stages(sizeof(T));
+  constexpr int kCopy = stream::copy_stages(sizeof(T), kRows);
   if constexpr (kCopy > 1) {
     if (plan.copy_stages == kCopy) {
       return launch_stream_copies<T, kRows, kCopy>(p, plan, x_vectors, stream);

@@ -64,10 +64,9 @@ constexpr int64_t kFullGridEighths = 7;
 // 8,16,64,1024 4.35 -> 4.07 us); the half types lost 0.05-0.2 us with it.
 constexpr int kPrefetchStagesFloat = 4;
 // Copies of several weight stages (stream::copy_stages) won 1-16% where a
-// block of up to 16 rows streams 128 stages or more, and lost 1.5-6% at
-// 22-64 stages and 2-7% at 32 rows ("v45").
+// block streams 128 stages or more, and lost 1.5-6% at 22-64 stages
+// ("v45").
 constexpr int64_t kMinCopyStagesPerBlock = 128;
-constexpr int kMaxCopyRows = 16;
 // The warp-dot kernel splits contractions until this many warps a
 // multiprocessor take part.
 constexpr int64_t kWarpDotWarpsPerSm = 16;
@@ -715,16 +714,15 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
   }
   if (best.splits == 0) return std::nullopt;
   best.prefetch_stages = e == 4 ? kPrefetchStagesFloat : 0;
-  // Copies of several stages where the type takes them and they won: the
-  // weight splits into whole stages (its 3-D view, encode_weight_map), the
-  // ring, cut to a multiple of them, still holds two, and a block streams
-  // many stages in few rows. A multiple of the copy is one of the groups
-  // too.
-  const int copy = stream::copy_stages(e);
+  // Copies of several stages where the type and the block's rows take them
+  // and they won: the weight splits into whole stages (its 3-D view,
+  // encode_weight_map), the ring, cut to a multiple of them, still holds
+  // two, and a block streams many stages. A multiple of the copy is one of
+  // the groups too.
+  const int copy = stream::copy_stages(e, best.rows_per_block);
   const int copy_ring = best.ring_stages - best.ring_stages % copy;
   if (copy > 1 && C % stage_c == 0 && copy_ring >= 2 * copy &&
-      best.stages_per_split >= kMinCopyStagesPerBlock &&
-      best.rows_per_block <= kMaxCopyRows) {
+      best.stages_per_split >= kMinCopyStagesPerBlock) {
     best.copy_stages = copy;
     best.ring_stages = copy_ring;
     best.smem_bytes =

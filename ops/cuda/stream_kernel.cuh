@@ -483,7 +483,7 @@ __device__ __forceinline__ void split_x_stages(const RingLayout& ring,
   }
 }
 
-// kCopy: weight stages a copy brings (1, or copy_stages(sizeof(T)) where
+// kCopy: weight stages a copy brings (1, or copy_stages(sizeof(T), kRows) where
 // the plan says so).
 template <typename T, int kRows, int kCopy>
 __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),

@@ -50,14 +50,14 @@ constexpr int block_threads(int element_size, int rows) {
 }
 
 constexpr int kStageTileBytes = kCols * kStageBytes;
-/// Weight stages one bulk copy brings, where the weight splits into whole
-/// stages: the copy engine streams fewer, larger boxes faster than one
-/// stage's, float32's where a block streams many stages (plan_stream); the
-/// half types streamed slower so (bench/NOTES.md v44, v45). An instance's copy
-/// is a compile-time constant: a runtime one cost more than the larger boxes
-/// won.
-constexpr int copy_stages(int element_size) {
-  return element_size == 4 ? 4 : 1;
+/// Weight stages one bulk copy brings to blocks of `rows`, where the weight
+/// splits into whole stages: the copy engine streams fewer, larger boxes
+/// faster than one stage's, float32's blocks of up to 16 rows where they
+/// stream many stages (plan_stream); the half types and 32-row blocks
+/// streamed slower so (bench/NOTES.md v44, v45). An instance's copy is a
+/// compile-time constant: a runtime one cost more than the larger boxes won.
+constexpr int copy_stages(int element_size, int rows) {
+  return element_size == 4 && rows <= 16 ? 4 : 1;
 }
 
 // The ring, in runs of a copy's slots: a run's weight tiles back to back, so
