@@ -150,8 +150,8 @@ cudaError_t launch_warp_dot_rows(const GatherLinearParams<T>& p,
                           grid, dim3(plan.threads), 0, stream, 1, p, layout);
 }
 
-// The instances of plan.copy_stages: one stage a copy, or the type's
-// copy_stages.
+// The instances of plan.copy_stages: one stage a copy, or copy_stages of
+// the type and rows.
 template <typename T, int kRows>
 cudaError_t launch_stream_rows(const GatherLinearParams<T>& p,
                                const StreamPlan& plan, bool x_vectors,
