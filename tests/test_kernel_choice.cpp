@@ -163,8 +163,9 @@ TEST(KernelChoice, HalfPrecisionDecodeTakesTheWarpMmaKernel) {
 
 TEST(KernelChoice, FloatInOneTileTakesTheWarpMmaKernelButWhereBlocksStream) {
   // 5 to 8 rows from 2 MiB of weight, but 64 MiB (#10's shape) streams, and
-  // so do blocks that stream 128 stages or more (copies of several, "v45"):
-  // 64,B,128,4096 (two splits of 128) and 64,B,128,8192 (256); fewer rows
+  // so do grids that cover the GPU with blocks of 128 stages or more
+  // (copies of several, "v45"): 64,B,128,4096 (two splits of 128) and
+  // 64,B,128,8192 (256); fewer rows
   // and less weight stay with the warp-dot kernel, and under TF32 the table
   // is the streaming kernel's.
   for (int64_t B : {5, 6, 8}) {
@@ -175,6 +176,8 @@ TEST(KernelChoice, FloatInOneTileTakesTheWarpMmaKernelButWhereBlocksStream) {
     EXPECT_EQ(choose_route(h200(64, B, 128, 4096, 4)), Route::kStream);
     EXPECT_EQ(choose_route(h200(64, B, 128, 8192, 4)), Route::kStream);
     EXPECT_EQ(choose_route(h200(32, B, 128, 4096, 4)), Route::kStream);
+    // Copies, but a grid of 96 blocks (32 column tiles in clusters of 3).
+    EXPECT_EQ(choose_route(h200(128, B, 128, 2048, 4)), Route::kWarpMma);
     EXPECT_EQ(choose_route(h200(4, B, 64, 1024, 4)), Route::kWarpDot);
     auto tf32 = h200(64, B, 128, 4096, 4);
     tf32.tf32_allowed = true;

@@ -343,8 +343,13 @@ bool warp_mma_wins(const Problem& p) {
       return false;
     }
     if (p.B > warp_mma::kRowsPerTile / 2 && p.B <= warp_mma::kRowsPerTile) {
-      // The streaming kernel's copies of several stages overtook it ("v45").
-      if (const auto plan = plan_stream(p); plan && plan->copy_stages > 1) {
+      // The streaming kernel's copies of several stages overtook it where
+      // its grid covered the multiprocessors ("v45": 128 blocks or more; the
+      // 96 of a three-way split at K = 2048 were not measured).
+      if (const auto plan = plan_stream(p);
+          plan && plan->copy_stages > 1 &&
+          plan->column_tiles * plan->row_tiles * plan->splits * 8 >=
+              p.sm_count * kFullGridEighths) {
         return false;
       }
       return weight >= kMinWarpMmaOneTileWeightFloat &&
