@@ -58,7 +58,8 @@ constexpr int64_t kMaxShortStreamRowsFloat = 16;
 constexpr int kMaxRingStages = 16;
 constexpr int kMinRingStages = 4;
 // A grid of at least this many eighths of the multiprocessors, one block
-// each, leaves the next grid's blocks too few free ones to start on.
+// each, covers the GPU: it leaves the next grid's blocks too few free ones
+// to start on.
 constexpr int64_t kFullGridEighths = 7;
 // float32 blocks ask L2 for their first stages before the wait ("v31":
 // 8,16,64,1024 4.35 -> 4.07 us); the half types lost 0.05-0.2 us with it.
@@ -250,6 +251,11 @@ constexpr int64_t kClusterCostStages = 2;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Whether a grid of `blocks` covers the GPU (kFullGridEighths).
+bool covers_gpu(int64_t blocks, const Problem& p) {
+  return blocks * 8 >= p.sm_count * kFullGridEighths;
+}
+
 int64_t weight_bytes(const Problem& p) {
   return p.K * p.R * p.H * p.element_size;
 }
@@ -348,8 +354,7 @@ bool warp_mma_wins(const Problem& p) {
       // 96 of a three-way split at K = 2048 were not measured).
       if (const auto plan = plan_stream(p);
           plan && plan->copy_stages > 1 &&
-          plan->column_tiles * plan->row_tiles * plan->splits * 8 >=
-              p.sm_count * kFullGridEighths) {
+          covers_gpu(plan->column_tiles * plan->row_tiles * plan->splits, p)) {
         return false;
       }
       return weight >= kMinWarpMmaOneTileWeightFloat &&
@@ -708,8 +713,8 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
       // registers fit: the next grid's blocks (a dependent launch) then
       // start beside its last ones rather than after them (bench/NOTES.md
       // "v34"; float32's rings, some of them shallower, were not measured).
-      const bool next_grid_beside = e == 2 && blocks <= p.sm_count &&
-                                    blocks * 8 >= p.sm_count * kFullGridEighths;
+      const bool next_grid_beside =
+          e == 2 && blocks <= p.sm_count && covers_gpu(blocks, p);
       best.ring_stages =
           static_cast<int>(next_grid_beside && rings_share ? half_ring : ring);
       best.smem_bytes =
