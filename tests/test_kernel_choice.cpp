@@ -165,9 +165,8 @@ TEST(KernelChoice, FloatInOneTileTakesTheWarpMmaKernelButWhereBlocksStream) {
   // 5 to 8 rows from 2 MiB of weight, but 64 MiB (#10's shape) streams, and
   // so do grids that cover the GPU with blocks of 128 stages or more
   // (copies of several, "v45"): 64,B,128,4096 (two splits of 128) and
-  // 64,B,128,8192 (256); fewer rows
-  // and less weight stay with the warp-dot kernel, and under TF32 the table
-  // is the streaming kernel's.
+  // 64,B,128,8192 (256); fewer rows and less weight stay with the warp-dot
+  // kernel, and under TF32 the table is the streaming kernel's.
   for (int64_t B : {5, 6, 8}) {
     SCOPED_TRACE(::testing::Message() << "B " << B);
     EXPECT_EQ(choose_route(h200(8, B, 64, 1024, 4)), Route::kWarpMma);
@@ -423,6 +422,7 @@ TEST(KernelChoice, StreamSlotsHoldXsRemaindersWhereSplitterWarpsSplitX) {
     EXPECT_EQ(tile % 1024, 0);
     EXPECT_EQ(stream::slot_bytes(4, rows, true),
               stream::kStageTileBytes + 2 * tile);
+    EXPECT_EQ(stream::slot_bytes(4, rows, true) % 1024, 0);
     EXPECT_EQ(stream::slot_barrier_bytes(4, rows, true), 24);
     EXPECT_EQ(stream::block_threads(4, rows),
               (2 * stream::kGroupWarps + 1 + stream::kSplitterWarps) * 32);
