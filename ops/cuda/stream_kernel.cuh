@@ -131,11 +131,10 @@ struct RingLayout {
     return ring + (slot & -copy) * slot_size +
            (slot & (copy - 1)) * kStageTileBytes;
   }
-  // Bytes from a slot's weight tile to its x tile: the tile after it for
-  // one stage a copy.
-  __device__ __forceinline__ int x_offset(int slot) const {
-    return copy * kStageTileBytes +
-           (slot & (copy - 1)) * (x_slot_size - kStageTileBytes);
+  // A slot's x tile: its run's x slots follow the run's weight tiles.
+  __device__ __forceinline__ unsigned char* x(int slot) const {
+    return ring + (slot & -copy) * slot_size + copy * kStageTileBytes +
+           (slot & (copy - 1)) * x_slot_size;
   }
 };
 
@@ -170,7 +169,7 @@ struct GroupRing {
     return ptx::smem_addr(layout.weight(taken));
   }
   __device__ __forceinline__ uint32_t x_address(int taken) const {
-    return address(taken) + layout.x_offset(taken);
+    return ptx::smem_addr(layout.x(taken));
   }
   // Hands a slot back to the producer once the warp is done with it.
   __device__ __forceinline__ void release(int taken) const {
@@ -462,7 +461,7 @@ __device__ __forceinline__ void split_x_stages(const RingLayout& ring,
   uint32_t lap = 0;
   for (int64_t i = 0; i < stages; ++i) {
     ptx::mbarrier_wait(&full[slot & full_mask], lap & 1);
-    const uint32_t x = ptx::smem_addr(ring.weight(slot)) + ring.x_offset(slot);
+    const uint32_t x = ptx::smem_addr(ring.x(slot));
     const uint32_t remainders = x + x_tile_bytes(kRows, true);
     uint4 v[kChunks];
 #pragma unroll
@@ -641,8 +640,8 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
             copy_weight(slots.weight(slot), bar, stage0 + i0 + q);
           }
           if (x_in_ring && (copy == 1 || q < n)) {
-            ptx::tma_load_3d(slots.weight(slot) + slots.x_offset(slot), &x_map,
-                             bar, x_h, static_cast<int32_t>(b0), x_r);
+            ptx::tma_load_3d(slots.x(slot), &x_map, bar, x_h,
+                             static_cast<int32_t>(b0), x_r);
             if ((x_h += kStageC) == p.H) x_h = 0, ++x_r;
           }
           if (++slot == l.ring_stages) slot = 0, ++lap;
