@@ -529,6 +529,10 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
   uint64_t* empty = full + l.ring_stages;
   uint64_t* exchanged = empty + l.ring_stages;  // the exchange's arrivals
   uint64_t* x_split = exchanged + 1;  // [ring_stages], where x_split_in_ring
+  // x's slab loaded (where x is not in the ring: x_split's place, unused
+  // then); an mbarrier rather than a named block barrier, which
+  // compute-sanitizer's racecheck took for a barrier of the whole block.
+  uint64_t* slab_loaded = exchanged + 1;
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -550,6 +554,7 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
       ptx::mbarrier_init(&empty[i], kGroupWarps);
     }
     ptx::mbarrier_init(exchanged, 1);
+    if (!x_in_ring) ptx::mbarrier_init(slab_loaded, kConsumerWarps * 32);
     if (x_split_in_ring) {
       for (int i = 0; i < l.ring_stages; ++i) {
         ptx::mbarrier_init(&x_split[i], kSplitterWarps);
@@ -668,7 +673,8 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
       load_slab<T, kRows>(p, slab, l, b0, stage0 * kStageC, stages * kStageC,
                           threadIdx.x, kConsumerWarps * 32);
       ptx::cp_async_wait_all();
-      ptx::named_barrier_sync(1, kConsumerWarps * 32);
+      ptx::mbarrier_arrive(slab_loaded);
+      ptx::mbarrier_wait(slab_loaded, 0);
     }
     // Where x is split in the ring, a slot is ready when split, each on its
     // own barrier; else when its copy lands.
