@@ -128,7 +128,8 @@ if wants race; then
   # takes: every schedule, out by plain stores (K = 300) and through the copy
   # engine (rows of 16-byte multiples); the cluster split's out four columns
   # a store (K = 700) and one (K odd); the streaming kernel's copies of four
-  # stages (float32, 43,16,768,64).
+  # stages (float32, 43,16,768,64) and its x in a slab (7,4,64,200 and
+  # 8,6,64,200).
   bench="$FGL_BUILD_DIR/bench/fgl_bench"
   if [ -x "$bench" ]; then
     for run in wgmma:4,200,128,300:bfloat16 wgmma:4,200,128,300:float32 \
@@ -137,7 +138,8 @@ if wants race; then
                wgmma-split:16,130,128,701:bfloat16 \
                wgmma-stationary:2,333,64,72:float16 \
                stream:32,16,128,1024:bfloat16 stream:32,16,128,1024:float32 \
-               stream:43,16,768,64:float32 \
+               stream:43,16,768,64:float32 stream:7,4,64,200:float32 \
+               stream:8,6,64,200:bfloat16 \
                warp-mma:8,64,64,256:bfloat16 warp-dot:4,12,32,56:float32; do
       IFS=: read -r route shape dtype <<<"$run"
       for tool in racecheck initcheck; do
