@@ -530,8 +530,8 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
   uint64_t* exchanged = empty + l.ring_stages;  // the exchange's arrivals
   uint64_t* x_split = exchanged + 1;  // [ring_stages], where x_split_in_ring
   // x's slab loaded (where x is not in the ring: x_split's place, unused
-  // then); an mbarrier rather than a named block barrier, which
-  // compute-sanitizer's racecheck took for a barrier of the whole block.
+  // then); an mbarrier rather than a named barrier over the consumer
+  // threads, across which compute-sanitizer's racecheck reported races.
   uint64_t* slab_loaded = exchanged + 1;
 
   const int warp = threadIdx.x / 32;
