@@ -314,14 +314,18 @@ bool runs_tensor_core_kernel() {
 // user allowed TF32: then it computes the float64 sum of the TF32-rounded
 // operands to about float32 accuracy; otherwise (three TF32 products) it
 // stays float32-accurate. The shapes cover an H that is not a multiple of
-// the 32-wide K-tile, out rows the copy engine cannot store (K odd) and
-// several tiles.
+// the 32-wide K-tile, out rows the copy engine cannot store (K odd),
+// several tiles, and contractions long enough to sum four stages at a
+// time (Config::stages_per_sum), one of them an odd count of stages
+// (23,150,96,300: 69).
 TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const at::Device dev(at::kCUDA, 0);
   const ScopedRoute forced(cuda::Route::kWgmma);
-  for (const Shape& s : std::vector<Shape>{
-           {32, 300, 128, 520}, {3, 200, 40, 300}, {1, 130, 128, 257}}) {
+  for (const Shape& s : std::vector<Shape>{{32, 300, 128, 520},
+                                           {3, 200, 40, 300},
+                                           {1, 130, 128, 257},
+                                           {23, 150, 96, 300}}) {
     SCOPED_TRACE(::testing::Message() << s);
     const auto x = random_tensor({s.R, s.B, s.H}, at::kFloat, dev);
     const auto w = random_tensor({s.K, s.R * s.H}, at::kFloat, dev);

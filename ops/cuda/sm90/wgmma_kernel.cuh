@@ -287,13 +287,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         out_coords, Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block)));
     clear(accum);
     if constexpr (kSplit) {
-      // Stages go in pairs. Each stage's x is split in registers (one
-      // register set per stage of a pair), its weight split already in
-      // shared memory, then multiplied into `part`, fresh at each pair, which
-      // is added to the total with rounded adds once the tensor cores are
-      // done with the pair. The second stage of a pair is multiplied without
-      // waiting for the first, and everything but those adds overlaps the
-      // multiplies before.
+      // Each stage's x is split in registers (two register sets, which the
+      // stages take in turn), its weight split already in shared memory,
+      // then multiplied into `part`, fresh every Cfg::stages_per_sum
+      // stages, which is added to the total with rounded adds once the
+      // tensor cores are done with it. A stage is multiplied without
+      // waiting for the one before, and everything but those adds overlaps
+      // the multiplies before.
       Tensor sSmallB = make_tensor(make_smem_ptr(smem.small.b.begin()),
                                    typename Cfg::SmemLayoutSmallB{});
       Tensor tCrSmallB = thr.make_fragment_B(thr.partition_B(sSmallB));
@@ -351,21 +351,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         CUTE_UNROLL
         for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
       };
-      for (int step = 0; step < steps; step += 2) {
-        const int first = read.index();
-        split_stage(first, x_first, x_first_small);
-        if (step > 0) fold();
-        multiply(first, x_first, x_first_small, true);
-        if (step + 1 < steps) {
-          const int second = read.index();
-          split_stage(second, x_second, x_second_small);
-          multiply(second, x_second, x_second_small, false);
-          // The first stage's multiplies are done: its slot and its x
-          // registers are free.
+      // A stage: its x split, then (starting a sum) the last sum folded,
+      // then its multiplies; within a sum, the stage before's multiplies
+      // done, its slot and x registers free.
+      const int stages_per_sum = Cfg::stages_per_sum(steps);
+      const auto stage = [&](int step, auto& big, auto& x_small) {
+        const int slot = read.index();
+        split_stage(slot, big, x_small);
+        const bool fresh = (step & (stages_per_sum - 1)) == 0;
+        if (fresh && step > 0) fold();
+        multiply(slot, big, x_small, fresh);
+        if (!fresh) {
           warpgroup_wait<1>();
           warpgroup_fence_operand(part);
           release_stage();
         }
+      };
+      for (int step = 0; step < steps; step += 2) {
+        stage(step, x_first, x_first_small);
+        if (step + 1 < steps) stage(step + 1, x_second, x_second_small);
       }
       fold();
     } else {
