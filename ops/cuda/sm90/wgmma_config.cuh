@@ -76,17 +76,17 @@ struct Config {
   // What the copy engine loads: the operand, or float32 to be split.
   using Loaded = std::conditional_t<kSplit, float, Element>;
   using Out = typename Types<T>::Out;
-  // Output columns per block. The split sums its stages in fresh
-  // registers added to the tile's total with rounded adds (the tensor cores
-  // truncate their sums, bench/NOTES.md v9): two accumulator sets a thread.
-  // The cluster split's tiles are narrower too: twice as many clusters.
+  // Output columns per block. The split holds two accumulator sets a
+  // thread, the tile's total and a fresh sum (stages_per_sum below). The
+  // cluster split's tiles are narrower too: twice as many clusters.
   static constexpr int kBN = kSplit || kClusterSplit ? 128 : 256;
   // The split's stages summed in fresh registers before a rounded add to
-  // the tile's total: the tensor cores truncate each add, so the error
-  // grows with a sum's stages, and fewer stages a sum leave the tensor
-  // cores idle more often (a sum is added once its multiplies are done).
-  // Four where the contraction is long (`steps` stages a tile) and cuBLAS's
-  // own float32 error is larger, two otherwise (bench/NOTES.md v47).
+  // the tile's total: the tensor cores truncate each add (bench/NOTES.md
+  // v9), so the error grows with a sum's stages, and fewer stages a sum
+  // leave the tensor cores idle more often (a sum is added once its
+  // multiplies are done). Four where the contraction is long (`steps`
+  // stages a tile) and cuBLAS's own float32 error is larger, two otherwise
+  // (bench/NOTES.md v47).
   static constexpr int stages_per_sum(int steps) { return steps >= 64 ? 4 : 2; }
   // Contraction per stage and columns per piece of out: 128-byte rows, the
   // width of the swizzle.
