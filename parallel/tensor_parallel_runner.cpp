@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -85,56 +86,120 @@ class PhaseClock {
   TORCH_CHECK(false, "tensor parallel: no rank failed");
 }
 
+// The device a rank's thread makes current: its own, but for the CPU.
+std::optional<c10::Device> current_on_thread(const c10::Device& device) {
+  return device.is_cpu() ? std::nullopt : std::optional(device);
+}
+
 }  // namespace
 
+// Rank 0 runs on the calling thread (its device current there, on that
+// thread's current stream), so a call hands work only to the other ranks:
+// one rank takes no hand-off at all.
 struct TensorParallelRunner::State {
   std::vector<c10::Device> devices;
-  GroupFactory groups;
+  GroupFactory make_group;
   int64_t R = 0, H = 0;
   std::vector<at::Tensor> weight_shards;
   std::optional<at::Tensor> bias;  // on devices[0], added by rank 0
+  // A rank's group and clock, used on its thread only (rank 0's on the
+  // caller's).
+  std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> groups;
+  std::vector<PhaseClock> clocks;
 
+  std::mutex calls;  // one call at a time: rank 0 is the caller's thread
   std::mutex mutex;
   std::condition_variable posted, finished;
-  int64_t generation = 0;  // calls posted so far
+  int64_t generation = 0;  // rounds posted so far
   bool stopping = false;
-  at::Tensor x;                            // the call's input
-  int done = 0;                            // ranks done with the call
+  at::Tensor x;                            // the round's input
+  int done = 0;                            // other ranks done with it
   at::Tensor result;                       // rank 0's sum, until returned
-  std::vector<std::exception_ptr> errors;  // per rank, this call or setup
+  std::vector<std::exception_ptr> errors;  // per rank, this round or setup
   std::vector<RankTime> times;             // sums; divided when read
-  std::vector<std::thread> threads;
+  std::vector<std::thread> threads;        // ranks 1 .. world - 1
 
   int world() const { return static_cast<int>(devices.size()); }
 
-  // Marks `rank` done with the call or the setup.
+  // Marks `rank` (not 0) done with the round or the setup.
   void finish(int rank, std::exception_ptr error) {
     std::lock_guard<std::mutex> lock(mutex);
     errors[rank] = std::move(error);
-    if (++done == world()) finished.notify_all();
+    if (++done == world() - 1) finished.notify_all();
   }
 
-  // Hands every rank a call on `call_x` (undefined: the setup's round);
-  // the caller holds the mutex.
-  void post(const at::Tensor& call_x) {
-    x = call_x;
-    done = 0;
-    ++generation;
+  // Waits for the other ranks, records rank 0's `error` and rethrows the
+  // first error of the round, if any.
+  void wait_for_ranks(std::exception_ptr error) {
+    std::unique_lock<std::mutex> lock(mutex);
+    finished.wait(lock, [&] { return done == world() - 1; });
+    errors[0] = std::move(error);
+    x = at::Tensor();
+    for (const auto& e : errors) {
+      if (!e) continue;
+      const auto round_errors = errors;
+      lock.unlock();
+      rethrow_first(round_errors);
+    }
+  }
+
+  // Rank `rank`'s part of a round: the setup's all-reduce, on which NCCL
+  // makes its communicators (call_x undefined), or its share of a call.
+  void take_part(int rank, const at::Tensor& call_x) {
+    const c10::Device& device = devices[rank];
+    PhaseClock& clock = clocks[rank];
+    if (!call_x.defined()) {
+      auto probe = at::zeros({1}, at::TensorOptions().device(device));
+      sum_partials(probe, groups[rank]);
+      clock.mark(PhaseClock::kMarks - 1);
+      clock.wait();
+      return;
+    }
+    clock.mark(0);
+    const HeadRange heads = shard_heads(R, world(), rank);
+    const auto x_shard = call_x.narrow(0, heads.begin, heads.size()).to(device);
+    at::Tensor out = partial_gather_linear(
+        x_shard, weight_shards[rank], rank == 0 ? bias : std::nullopt, rank);
+    clock.mark(1);
+    sum_partials(out, groups[rank]);
+    clock.mark(2);
+    clock.wait();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      RankTime& t = times[rank];
+      t.partial_us += clock.us(0);
+      t.all_reduce_us += clock.us(1);
+      ++t.calls;
+    }
+    if (rank == 0) result = std::move(out);
+  }
+
+  // A round: the other ranks' parts handed to their threads, rank 0's taken
+  // here.
+  void run_round(const at::Tensor& call_x) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      x = call_x;
+      done = 0;
+      ++generation;
+    }
     posted.notify_all();
-  }
-
-  void wait_for_ranks(std::unique_lock<std::mutex>& lock) {
-    finished.wait(lock, [&] { return done == world(); });
-  }
-
-  void serve(int rank) {
-    const c10::Device device = devices[rank];
-    c10::OptionalDeviceGuard guard;
-    if (!device.is_cpu()) guard.reset_device(device);
-    c10::intrusive_ptr<c10d::ProcessGroup> group;
-    PhaseClock clock(device);
+    std::exception_ptr error;
     try {
-      group = groups(rank);
+      const c10::OptionalDeviceGuard guard(current_on_thread(devices[0]));
+      take_part(0, call_x);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    wait_for_ranks(error);
+  }
+
+  // Rank `rank`'s thread (not 0): makes its group, then takes its part of
+  // each round.
+  void serve(int rank) {
+    const c10::OptionalDeviceGuard guard(current_on_thread(devices[rank]));
+    try {
+      groups[rank] = make_group(rank);
       finish(rank, nullptr);
     } catch (...) {
       finish(rank, std::current_exception());
@@ -150,40 +215,13 @@ struct TensorParallelRunner::State {
         seen = generation;
         call_x = x;
       }
+      std::exception_ptr error;
       try {
-        if (!call_x.defined()) {
-          // The setup's round: one all-reduce, on which NCCL makes its
-          // communicators.
-          auto probe = at::zeros({1}, at::TensorOptions().device(device));
-          sum_partials(probe, group);
-          clock.mark(PhaseClock::kMarks - 1);
-          clock.wait();
-          finish(rank, nullptr);
-          continue;
-        }
-        clock.mark(0);
-        const HeadRange heads = shard_heads(R, world(), rank);
-        const auto x_shard =
-            call_x.narrow(0, heads.begin, heads.size()).to(device);
-        at::Tensor out =
-            partial_gather_linear(x_shard, weight_shards[rank],
-                                  rank == 0 ? bias : std::nullopt, rank);
-        clock.mark(1);
-        sum_partials(out, group);
-        clock.mark(2);
-        clock.wait();
-        {
-          std::lock_guard<std::mutex> lock(mutex);
-          RankTime& t = times[rank];
-          t.partial_us += clock.us(0);
-          t.all_reduce_us += clock.us(1);
-          ++t.calls;
-        }
-        if (rank == 0) result = std::move(out);
-        finish(rank, nullptr);
+        take_part(rank, call_x);
       } catch (...) {
-        finish(rank, std::current_exception());
+        error = std::current_exception();
       }
+      finish(rank, error);
     }
   }
 
@@ -209,10 +247,11 @@ TensorParallelRunner::TensorParallelRunner(
               "tensor parallel: weight must be (K, R*H) for H = ", H, ", got ",
               weight.sizes());
   s.devices = std::move(devices);
-  s.groups = std::move(groups);
+  s.make_group = std::move(groups);
   s.H = H;
   s.R = weight.size(1) / H;
   const int world = s.world();
+  s.clocks.reserve(world);
   for (int rank = 0; rank < world; ++rank) {
     const HeadRange heads = shard_heads(s.R, world, rank);
     s.weight_shards.push_back(
@@ -220,25 +259,29 @@ TensorParallelRunner::TensorParallelRunner(
             .to(s.devices[rank])
             .contiguous());
     s.times.push_back(RankTime{rank, s.devices[rank]});
+    s.clocks.emplace_back(s.devices[rank]);
   }
   if (bias) s.bias = bias->to(s.devices[0]);
+  s.groups.resize(world);
   s.errors.resize(world);
-  // Every rank makes its group at once, on its own thread.
-  for (int rank = 0; rank < world; ++rank) {
+  // Every rank makes its group at once (NCCL's setup needs them all), the
+  // others on their threads; then the setup's all-reduce.
+  for (int rank = 1; rank < world; ++rank) {
     s.threads.emplace_back([&s, rank] { s.serve(rank); });
   }
-  // Once every group is made, the setup's all-reduce (run() with no x).
-  for (const bool groups_made : {false, true}) {
-    std::unique_lock<std::mutex> lock(s.mutex);
-    if (groups_made) s.post(at::Tensor());
-    s.wait_for_ranks(lock);
-    for (const auto& e : s.errors) {
-      if (!e) continue;
-      lock.unlock();
-      const auto errors = s.errors;
-      s.stop();
-      rethrow_first(errors);
+  try {
+    std::exception_ptr error;
+    try {
+      const c10::OptionalDeviceGuard guard(current_on_thread(s.devices[0]));
+      s.groups[0] = s.make_group(0);
+    } catch (...) {
+      error = std::current_exception();
     }
+    s.wait_for_ranks(error);
+    s.run_round(at::Tensor());
+  } catch (...) {
+    s.stop();
+    throw;
   }
 }
 
@@ -251,13 +294,8 @@ at::Tensor TensorParallelRunner::operator()(const at::Tensor& x) {
   TORCH_CHECK(x.dim() == 3 && x.size(0) == s.R && x.size(2) == s.H,
               "tensor parallel: x must be (R, B, H) = (", s.R, ", B, ", s.H,
               ") for the weight, got ", x.sizes());
-  std::unique_lock<std::mutex> lock(s.mutex);
-  s.post(x);
-  s.wait_for_ranks(lock);
-  s.x = at::Tensor();
-  for (const auto& e : s.errors) {
-    if (e) rethrow_first(s.errors);
-  }
+  std::lock_guard<std::mutex> call(s.calls);
+  s.run_round(x);
   return std::move(s.result);
 }
 

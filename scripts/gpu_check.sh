@@ -78,7 +78,9 @@ fi
 
 # fgl_infer on the GPU: the demo, a real file pair (an attention output
 # projection: 32 heads of 128 for 16 tokens and for 1; an
-# nn.Linear(4096, 4096) state_dict), and benchmark mode in bfloat16.
+# nn.Linear(4096, 4096) state_dict), benchmark mode in bfloat16, and the
+# tensor-parallel runner over the GPUs there are (one: its NCCL group of one
+# rank, on the calling thread).
 if wants cli; then
   infer="$FGL_BUILD_DIR/app/fgl_infer"
   data="$(mktemp -d)"
@@ -94,6 +96,10 @@ PY
     --output "$data/y.pt"
   step cli "$infer" --device cuda --input "$data/x.pt" --weights "$data/w.pt" \
     --dtype bfloat16 --warmup 20 --iters 200
+  gpus=$(nvidia-smi --list-gpus | wc -l)
+  step cli "$infer" --tensor-parallel "$(( gpus < 2 ? gpus : 2 ))" \
+    --input "$data/x.pt" --weights "$data/w.pt" --dtype bfloat16 \
+    --warmup 20 --iters 200
   rm -rf "$data"
 fi
 

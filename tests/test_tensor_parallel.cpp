@@ -23,12 +23,19 @@ namespace {
 // every rank's tensor, sums them in rank order, and hands the sum back.
 class SharedSum {
  public:
-  explicit SharedSum(int size) : inputs_(size) {}
+  explicit SharedSum(int size) : inputs_(size), threads_(size) {}
+
+  // The thread of `rank`'s last all-reduce.
+  std::thread::id thread_of(int rank) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return threads_[rank];
+  }
 
   at::Tensor all_reduce(int rank, const at::Tensor& t) {
     std::unique_lock<std::mutex> lock(mutex_);
     const int64_t round = round_;
     inputs_[rank] = t;
+    threads_[rank] = std::this_thread::get_id();
     if (++arrived_ == static_cast<int>(inputs_.size())) {
       sum_ = inputs_[0].clone();
       for (size_t r = 1; r < inputs_.size(); ++r) sum_.add_(inputs_[r]);
@@ -45,6 +52,7 @@ class SharedSum {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<at::Tensor> inputs_;
+  std::vector<std::thread::id> threads_;
   at::Tensor sum_;
   int arrived_ = 0;
   int64_t round_ = 0;
@@ -203,6 +211,64 @@ TEST(TensorParallelRunner, MatchesTheReference) {
       }
     }
   }
+}
+
+TEST(TensorParallelRunner, TakesRankZeroOnTheCallingThread) {
+  const auto caller = std::this_thread::get_id();
+  for (const int world : {1, 2, 3}) {
+    SCOPED_TRACE(::testing::Message() << "world " << world);
+    auto shared = std::make_shared<SharedSum>(world);
+    std::mutex mutex;
+    std::vector<std::thread::id> made_on(world);
+    const GroupFactory groups = [&](int rank) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        made_on[rank] = std::this_thread::get_id();
+      }
+      return make_group(rank, world, shared);
+    };
+    const auto w = at::randn({6, 4 * 8});
+    TensorParallelRunner runner(std::vector<c10::Device>(world, c10::kCPU),
+                                groups, w, std::nullopt, 8);
+    const auto x = at::randn({4, 3, 8});
+    EXPECT_TRUE(at::allclose(runner(x), at::linear(at::cat(x.unbind(0), -1), w),
+                             1e-5, 1e-5));
+    EXPECT_EQ(made_on[0], caller);
+    for (int rank = 1; rank < world; ++rank) {
+      EXPECT_NE(made_on[rank], caller) << "rank " << rank;
+      EXPECT_NE(made_on[rank], made_on[rank - 1]) << "rank " << rank;
+      // The call's all-reduce ran on the thread that made the rank's group.
+      EXPECT_EQ(shared->thread_of(rank), made_on[rank]) << "rank " << rank;
+    }
+    if (world > 1) {
+      EXPECT_EQ(shared->thread_of(0), caller);
+    }
+  }
+}
+
+TEST(TensorParallelRunner, TakesCallsFromSeveralThreadsInTurn) {
+  const auto w = at::randn({9, 5 * 8});
+  const auto b = at::randn({9});
+  TensorParallelRunner runner({c10::kCPU, c10::kCPU}, summing_groups(2), w, b,
+                              8);
+  std::vector<std::thread> callers;
+  std::vector<int> wrong(3, 0);
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&, c] {
+      for (int call = 0; call < 20; ++call) {
+        // Each caller its own B, so a result handed to another shows.
+        const auto x = at::randn({5, 1 + c, 8});
+        const auto out = runner(x);
+        const auto ref = at::linear(at::cat(x.unbind(0), -1), w, b);
+        if (out.sizes() != ref.sizes() || !at::allclose(out, ref, 1e-5, 1e-5)) {
+          ++wrong[c];
+        }
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(3, 0));
+  for (const auto& t : runner.rank_times()) EXPECT_EQ(t.calls, 60);
 }
 
 TEST(TensorParallelRunner, RejectsAMisshapenXAndGoesOn) {

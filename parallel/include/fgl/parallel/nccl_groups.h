@@ -1,5 +1,5 @@
 // NCCL process groups for the ranks of one process (TensorParallelRunner's
-// threads, GPU p for rank p), meeting through a c10d TCPStore on
+// ranks, GPU p for rank p), meeting through a c10d TCPStore on
 // 127.0.0.1. NVLink multicast is left to the caller's environment
 // (NCCL_NVLS_ENABLE=0 keeps it off).
 #pragma once

@@ -1,6 +1,7 @@
-// Tensor-parallel gather_linear from one process: a thread per rank, each
-// with its device current and its own process group (NCCL over the GPUs of
-// one machine: nccl_groups.h), the weight sharded across the ranks once.
+// Tensor-parallel gather_linear from one process: rank 0 on the calling
+// thread and a thread for each other rank, each with its device current and
+// its own process group (NCCL over the GPUs of one machine: nccl_groups.h),
+// the weight sharded across the ranks once.
 // Each call shards x by heads, runs every rank's partial product and sums
 // the partials with one all-reduce; rank 0's result is returned.
 #pragma once
@@ -17,8 +18,9 @@
 
 namespace fgl {
 
-/// Makes rank `rank`'s process group; called on that rank's thread, with
-/// its device current, every rank at once (NCCL's setup needs them all).
+/// Makes rank `rank`'s process group; called on that rank's thread (rank
+/// 0's: the one that makes the runner), with its device current, every rank
+/// at once (NCCL's setup needs them all).
 using GroupFactory =
     std::function<c10::intrusive_ptr<c10d::ProcessGroup>(int rank)>;
 
@@ -49,8 +51,10 @@ class TensorParallelRunner {
   int world_size() const;
 
   /// linear(cat(x.unbind(0), -1), weight, bias) for x (R, B, H) on any
-  /// device, on devices[0], complete when it returns. Throws c10::Error
-  /// naming the first rank that failed.
+  /// device, on devices[0], complete when it returns. Rank 0 runs on this
+  /// thread, on its current stream of devices[0]; calls from several
+  /// threads take turns. Throws c10::Error naming the first rank that
+  /// failed.
   at::Tensor operator()(const at::Tensor& x);
 
   std::vector<RankTime> rank_times() const;
