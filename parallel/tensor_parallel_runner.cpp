@@ -6,6 +6,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -86,6 +87,26 @@ class PhaseClock {
   TORCH_CHECK(false, "tensor parallel: no rank failed");
 }
 
+// How long a thread that waits for a round, or for the ranks to finish one,
+// checks before it sleeps: waking a sleeping thread took 20-50 us a hand-off
+// (bench/NOTES.md, "Tensor parallel"), more than a decode call's partial
+// product, and calls in a loop come sooner than this.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+// Waits until `ready()`, which reads atomics set under `lock`'s mutex before
+// `cv` is notified: checked without the mutex for kSpin, then asleep on `cv`.
+// Returns with the mutex held.
+template <typename Ready>
+void wait_on(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+             Ready ready) {
+  for (const auto until = Clock::now() + kSpin;
+       !ready() && Clock::now() < until;) {
+    std::this_thread::yield();
+  }
+  lock.lock();
+  cv.wait(lock, ready);
+}
+
 // The device a rank's thread makes current: its own, but for the CPU.
 std::optional<c10::Device> current_on_thread(const c10::Device& device) {
   return device.is_cpu() ? std::nullopt : std::optional(device);
@@ -110,10 +131,10 @@ struct TensorParallelRunner::State {
   std::mutex calls;  // one call at a time: rank 0 is the caller's thread
   std::mutex mutex;
   std::condition_variable posted, finished;
-  int64_t generation = 0;  // rounds posted so far
-  bool stopping = false;
+  std::atomic<int64_t> generation{0};  // rounds posted so far
+  std::atomic<bool> stopping{false};
   at::Tensor x;                            // the round's input
-  int done = 0;                            // other ranks done with it
+  std::atomic<int> done{0};                // other ranks done with it
   at::Tensor result;                       // rank 0's sum, until returned
   std::vector<std::exception_ptr> errors;  // per rank, this round or setup
   std::vector<RankTime> times;             // sums; divided when read
@@ -131,8 +152,8 @@ struct TensorParallelRunner::State {
   // Waits for the other ranks, records rank 0's `error` and rethrows the
   // first error of the round, if any.
   void wait_for_ranks(std::exception_ptr error) {
-    std::unique_lock<std::mutex> lock(mutex);
-    finished.wait(lock, [&] { return done == world() - 1; });
+    std::unique_lock<std::mutex> lock(mutex, std::defer_lock);
+    wait_on(lock, finished, [&] { return done == world() - 1; });
     errors[0] = std::move(error);
     x = at::Tensor();
     for (const auto& e : errors) {
@@ -209,8 +230,8 @@ struct TensorParallelRunner::State {
     for (;;) {
       at::Tensor call_x;
       {
-        std::unique_lock<std::mutex> lock(mutex);
-        posted.wait(lock, [&] { return stopping || generation != seen; });
+        std::unique_lock<std::mutex> lock(mutex, std::defer_lock);
+        wait_on(lock, posted, [&] { return stopping || generation != seen; });
         if (stopping) return;
         seen = generation;
         call_x = x;
