@@ -88,9 +88,9 @@ class PhaseClock {
 }
 
 // How long a thread that waits for a round, or for the ranks to finish one,
-// checks before it sleeps: waking a sleeping thread took 20-50 us a hand-off
-// (bench/NOTES.md, "Tensor parallel"), more than a decode call's partial
-// product, and calls in a loop come sooner than this.
+// checks before it sleeps: waking a sleeping thread cost more than a decode
+// call's partial product (bench/NOTES.md, "The runner's hand-offs"), and
+// calls in a loop come sooner than this.
 constexpr auto kSpin = std::chrono::microseconds(200);
 
 // Waits until `ready()`, which reads atomics set under `lock`'s mutex before
