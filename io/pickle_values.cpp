@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 
 namespace fgl::io {
@@ -32,10 +33,32 @@ std::vector<c10::IValue> children(const c10::IValue& v) {
   return out;
 }
 
+// Moves the values inside container `v` to `work`, leaving it empty.
+void empty_into(const c10::IValue& v, std::vector<c10::IValue>& work) {
+  if (v.isList()) {
+    auto list = v.toList();
+    for (const auto& e : list) work.push_back(e);
+    list.clear();
+  } else if (v.isGenericDict()) {
+    auto dict = v.toGenericDict();
+    for (const auto& entry : dict) {
+      work.push_back(entry.key());
+      work.push_back(entry.value());
+    }
+    dict.clear();
+  } else if (v.isTuple()) {
+    const auto& tuple = v.toTuple();
+    for (size_t i = 0; i < tuple->size(); ++i) {
+      work.push_back(tuple->elements()[i]);
+      tuple->unsafeSetElement(i, c10::IValue());
+    }
+  }
+}
+
 }  // namespace
 
-void check_value_graph(const c10::IValue& root) {
-  if (!is_container(root)) return;
+Containers check_value_graph(const c10::IValue& root) {
+  if (!is_container(root)) return {};
   // Post-order over the containers, each visited once: `open` ones are on
   // the current path (reaching one again is a cycle); `done` ones know
   // their height and their size as a tree.
@@ -89,6 +112,9 @@ void check_value_graph(const c10::IValue& root) {
     seen[frame.value.internalToPointer()] = info;
     path.pop_back();
   }
+  Containers containers;
+  for (const auto& entry : seen) containers.insert(entry.first);
+  return containers;
 }
 
 void destroy_values(std::vector<c10::IValue> work) {
@@ -97,26 +123,22 @@ void destroy_values(std::vector<c10::IValue> work) {
     work.pop_back();
     // Only a container this loop holds alone is emptied: one still held
     // elsewhere (a returned value) is left whole.
-    if (!is_container(v) || v.use_count() != 1) continue;
-    if (v.isList()) {
-      auto list = v.toList();
-      for (const auto& e : list) work.push_back(e);
-      list.clear();
-    } else if (v.isGenericDict()) {
-      auto dict = v.toGenericDict();
-      for (const auto& entry : dict) {
-        work.push_back(entry.key());
-        work.push_back(entry.value());
-      }
-      dict.clear();
-    } else {
-      const auto& tuple = v.toTuple();
-      for (size_t i = 0; i < tuple->size(); ++i) {
-        work.push_back(tuple->elements()[i]);
-        tuple->unsafeSetElement(i, c10::IValue());
-      }
+    if (is_container(v) && v.use_count() == 1) empty_into(v, work);
+  }
+}
+
+void destroy_made_values(std::vector<c10::IValue> made,
+                         const Containers& kept) {
+  std::vector<c10::IValue> work;
+  for (auto& v : made) {
+    if (is_container(v) && !kept.count(v.internalToPointer())) {
+      empty_into(v, work);
     }
   }
+  work.insert(work.end(), std::make_move_iterator(made.begin()),
+              std::make_move_iterator(made.end()));
+  made.clear();
+  destroy_values(std::move(work));
 }
 
 void destroy_value(c10::IValue value) {

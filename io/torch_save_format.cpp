@@ -110,9 +110,10 @@ class PickleMachine {
   // Whatever the pickle built, however deep, goes without recursion: every
   // container it made is held in created_ until here (so none is freed
   // recursively by a POP or an overwrite on the way), then all are dropped
-  // together.
+  // together, those outside the result emptied first, cycles and all.
   ~PickleMachine() {
-    std::vector<c10::IValue> values = std::move(created_);
+    destroy_made_values(std::move(created_), result_containers_);
+    std::vector<c10::IValue> values;
     for (auto& item : stack_) values.push_back(std::move(item.value));
     for (auto& entry : memo_) values.push_back(std::move(entry.second.value));
     destroy_values(std::move(values));
@@ -133,7 +134,7 @@ class PickleMachine {
                     "torch.save(module.state_dict(), path)");
         c10::IValue root = value(item);
         try {
-          check_value_graph(root);
+          result_containers_ = check_value_graph(root);
         } catch (...) {
           destroy_value(std::move(root));
           throw;
@@ -666,6 +667,7 @@ class PickleMachine {
   // TorchScript objects' dicts (script_object), with their class names.
   std::unordered_map<const void*, std::string> script_objects_;
   std::vector<c10::IValue> created_;  // every container, see ~PickleMachine
+  Containers result_containers_;      // those run() returns
   int64_t pushed_ = 0;                // values built, see push
 };
 
@@ -842,14 +844,15 @@ c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive,
 }
 
 // Refuses a zip file whose directory is damaged or expands past
-// `max_expanded` bytes, before any record is read.
+// `max_expanded` bytes, or whose records are not a torch.save archive's,
+// before any record is read.
 void check_zip(const InputFile& file, uint64_t max_expanded) {
   try {
-    check_zip_directory(
+    check_torch_archive_names(check_zip_directory(
         [&](uint64_t offset, void* out, size_t n) {
           return file.read_some(offset, out, n);
         },
-        file.size(), max_expanded);
+        file.size(), max_expanded));
   } catch (const ZipError& e) {
     TORCH_CHECK(false, file.path(), ": ", e.what());
   }
@@ -917,7 +920,7 @@ at::Tensor TorchSaveFile::load(const at::Tensor& placeholder) {
 
 c10::IValue read_torch_save(const void* data, size_t size) {
   try {
-    check_zip_directory(data, size);
+    check_torch_archive_names(check_zip_directory(data, size));
   } catch (const ZipError& e) {
     TORCH_CHECK(false, e.what());
   }

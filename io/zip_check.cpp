@@ -99,9 +99,11 @@ void apply_zip64(const unsigned char* extra, size_t n, uint64_t& uncompressed,
 
 }  // namespace
 
-void check_zip_directory(const ReadAt& read, uint64_t file_size,
-                         uint64_t max_expanded) {
+std::vector<std::string> check_zip_directory(const ReadAt& read,
+                                             uint64_t file_size,
+                                             uint64_t max_expanded) {
   const Directory d = find_directory(read, file_size);
+  std::vector<std::string> names;
   uint64_t expanded = 0;
   if (d.size > kMaxDirectoryBytes) {
     fail("the central directory of " + std::to_string(d.size) +
@@ -124,8 +126,8 @@ void check_zip_directory(const ReadAt& read, uint64_t file_size,
       fail("the central directory is damaged");
     }
     apply_zip64(e + kEntrySize + name, extra, uncompressed, compressed, offset);
-    const std::string record(reinterpret_cast<const char*>(e + kEntrySize),
-                             std::min<size_t>(name, 64));
+    names.emplace_back(reinterpret_cast<const char*>(e + kEntrySize), name);
+    const std::string record = names.back().substr(0, 64);
     const uint64_t most = method == 0 ? file_size
                           : compressed > file_size
                               ? 0
@@ -142,11 +144,12 @@ void check_zip_directory(const ReadAt& read, uint64_t file_size,
     }
     at += kEntrySize + name + extra + comment;
   }
+  return names;
 }
 
-void check_zip_directory(const void* data, size_t size) {
+std::vector<std::string> check_zip_directory(const void* data, size_t size) {
   const auto* bytes = static_cast<const unsigned char*>(data);
-  check_zip_directory(
+  return check_zip_directory(
       [&](uint64_t offset, void* out, size_t n) -> size_t {
         if (offset >= size) return 0;
         n = std::min<uint64_t>(n, size - offset);
@@ -154,6 +157,28 @@ void check_zip_directory(const void* data, size_t size) {
         return n;
       },
       size);
+}
+
+void check_torch_archive_names(const std::vector<std::string>& names) {
+  if (names.empty()) fail("the archive holds no records");
+  const auto slash = names[0].find('/');
+  if (slash == std::string::npos) {
+    fail("its first record, '" + names[0].substr(0, 64) +
+         "', is not in a folder, as every record torch.save writes is");
+  }
+  const auto lower = [](std::string s) {
+    for (char& c : s) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return s;
+  };
+  const std::string folder = lower(names[0].substr(0, slash + 1));
+  for (const auto& name : names) {
+    const std::string n = lower(name);
+    if (n == folder + "version" || n == folder + ".data/version") return;
+  }
+  fail("no record '" + names[0].substr(0, slash + 1).substr(0, 64) +
+       "version', which torch.save and torch.jit.save write");
 }
 
 }  // namespace fgl::io

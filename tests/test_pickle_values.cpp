@@ -42,8 +42,12 @@ TEST(PickleValues, RefusesAContainerInsideItself) {
   list.push_back(list);
   EXPECT_TRUE(throws_with([&] { io::check_value_graph(list); },
                           {"puts a container inside itself"}));
-  // Destroying it returns (the cycle is left to leak, not walked forever).
-  io::destroy_value(std::move(list));
+  // Destroying it returns: the cycle is left, not walked forever.
+  io::destroy_value(list);
+  EXPECT_EQ(list.size(), 1u);
+  // A reader's own containers are emptied whoever holds them.
+  io::destroy_made_values({list}, {});
+  EXPECT_EQ(list.size(), 0u);
 }
 
 TEST(PickleValues, RefusesDeepNestingAndDestroysItWithoutRecursion) {
@@ -65,6 +69,47 @@ TEST(PickleValues, RefusesGraphsThatExpandPastTheLimit) {
   }
   EXPECT_TRUE(throws_with([&] { io::check_value_graph(value); },
                           {"expand to more than 16777216 entries"}));
+}
+
+TEST(PickleValues, TellsTheContainersOfAGraph) {
+  auto inner = empty_list();
+  auto outer = empty_list();
+  outer.push_back(inner);
+  outer.push_back(inner);
+  outer.push_back(at::ones({1}));
+  const io::Containers containers = io::check_value_graph(outer);
+  EXPECT_EQ(containers,
+            (io::Containers{c10::IValue(outer).internalToPointer(),
+                            c10::IValue(inner).internalToPointer()}));
+  EXPECT_TRUE(io::check_value_graph(at::ones({1})).empty());
+}
+
+// What a reader made and does not hand out is freed, a container inside
+// itself and the tensors in it included; what it hands out is left whole.
+TEST(PickleValues, DestroyMadeValuesFreesCyclesAndKeepsTheResult) {
+  const auto in_cycle = at::ones({1000});
+  const auto in_result = at::ones({3});
+  auto cycle = empty_list();
+  cycle.push_back(in_cycle);
+  cycle.push_back(cycle);
+  auto shared = empty_list();
+  shared.push_back(in_result);
+  auto result = empty_list();
+  result.push_back(shared);
+  // Garbage that holds a piece of the result and itself.
+  auto garbage = empty_list();
+  garbage.push_back(shared);
+  garbage.push_back(garbage);
+  const io::Containers kept = io::check_value_graph(result);
+  std::vector<c10::IValue> made{cycle, shared, result, garbage};
+  cycle = empty_list();
+  garbage = empty_list();
+  shared = empty_list();
+  io::destroy_made_values(std::move(made), kept);
+  EXPECT_EQ(in_cycle.use_count(), 1);  // the cycle's hold is gone
+  ASSERT_EQ(result.size(), 1u);
+  ASSERT_EQ(result.get(0).toListRef().size(), 1u);
+  EXPECT_TRUE(result.get(0).toListRef()[0].toTensor().is_same(in_result));
 }
 
 TEST(PickleValues, DestroyLeavesValuesHeldElsewhereWhole) {

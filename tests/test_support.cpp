@@ -1,6 +1,7 @@
 #include "test_support.h"
 
 #include <ATen/Context.h>
+#include <caffe2/serialize/inline_container.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -90,6 +91,22 @@ at::Tensor reference_gather_linear(const at::Tensor& x,
                             ? at::zeros({x64.size(1), 0}, x64.options())
                             : at::cat(x64.unbind(0), -1);  // [B, R*H]
   return at::linear(gathered, w64, b64);
+}
+
+std::vector<char> torch_archive(
+    const std::vector<std::pair<std::string, std::string>>& records) {
+  std::vector<char> zip;
+  caffe2::serialize::PyTorchStreamWriter writer(
+      [&](const void* data, size_t n) {
+        const auto* bytes = static_cast<const char*>(data);
+        zip.insert(zip.end(), bytes, bytes + n);
+        return n;
+      });
+  for (const auto& [name, bytes] : records) {
+    writer.writeRecord(name, bytes.data(), bytes.size());
+  }
+  writer.writeEndOfFile();
+  return zip;
 }
 
 at::Tensor random_tensor(at::IntArrayRef sizes, at::ScalarType dtype,

@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/cpu_route.h"
@@ -33,6 +34,11 @@ inline std::ostream& operator<<(std::ostream& os, const Shape& s) {
 at::Tensor reference_gather_linear(const at::Tensor& x,
                                    const at::Tensor& weight,
                                    const std::optional<at::Tensor>& bias);
+
+/// A torch.save archive in memory, as PyTorchStreamWriter writes one: the
+/// `records` (name, bytes) in folder "archive/", then its version record.
+std::vector<char> torch_archive(
+    const std::vector<std::pair<std::string, std::string>>& records);
 
 /// Standard-normal values of `dtype` on `device`; never all zeros.
 at::Tensor random_tensor(at::IntArrayRef sizes, at::ScalarType dtype,

@@ -211,6 +211,8 @@ def bad_files():
                            "without data.pkl"),
         "missing_storage.pt": (without_record(x, "data/0"), 65,
                                "storage 0 holds 0 bytes"),
+        "no_version.pt": (without_record(x, "/version"), 65,
+                          "no record 'archive/version'"),
         "declared_4gb_record.pt": (declaring_4gb(x), 65,
                                    "declares 4294901762 bytes"),
         "string.pt": (saved("just a string"), 65, "holds a String"),
