@@ -5,6 +5,7 @@
 #include <ATen/core/List.h>
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/versions.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -843,16 +844,23 @@ c10::IValue read_archive(caffe2::serialize::PyTorchStreamReader& archive,
   return PickleMachine(archive, pickle, deferred).run();
 }
 
+// The file format versions this libtorch's PyTorchStreamReader reads.
+constexpr TorchVersions kTorchVersions{
+    caffe2::serialize::kMinSupportedFileFormatVersion,
+    caffe2::serialize::kMaxSupportedFileFormatVersion};
+
 // Refuses a zip file whose directory is damaged or expands past
-// `max_expanded` bytes, or whose records are not a torch.save archive's,
-// before any record is read.
+// `max_expanded` bytes, or that libtorch's reader would refuse only after
+// allocating what it then leaves (check_torch_archive), before any record
+// is read.
 void check_zip(const InputFile& file, uint64_t max_expanded) {
+  const ReadAt read = [&](uint64_t offset, void* out, size_t n) {
+    return file.read_some(offset, out, n);
+  };
   try {
-    check_torch_archive_names(check_zip_directory(
-        [&](uint64_t offset, void* out, size_t n) {
-          return file.read_some(offset, out, n);
-        },
-        file.size(), max_expanded));
+    check_torch_archive(read, file.size(),
+                        check_zip_directory(read, file.size(), max_expanded),
+                        kTorchVersions);
   } catch (const ZipError& e) {
     TORCH_CHECK(false, file.path(), ": ", e.what());
   }
@@ -920,7 +928,9 @@ at::Tensor TorchSaveFile::load(const at::Tensor& placeholder) {
 
 c10::IValue read_torch_save(const void* data, size_t size) {
   try {
-    check_torch_archive_names(check_zip_directory(data, size));
+    const ReadAt read = read_bytes(data, size);
+    check_torch_archive(read, size, check_zip_directory(read, size),
+                        kTorchVersions);
   } catch (const ZipError& e) {
     TORCH_CHECK(false, e.what());
   }

@@ -1,6 +1,7 @@
 #include "fgl/io/zip_check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -12,8 +13,10 @@ constexpr uint32_t kEndSignature = 0x06054b50;       // end of central dir
 constexpr uint32_t kZip64EndSignature = 0x06064b50;  // zip64 end record
 constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
 constexpr uint32_t kEntrySignature = 0x02014b50;  // central dir entry
+constexpr uint32_t kLocalSignature = 0x04034b50;  // a record's own header
 constexpr size_t kEndSize = 22, kLocatorSize = 20, kZip64EndSize = 56;
-constexpr size_t kEntrySize = 46;
+constexpr size_t kEntrySize = 46, kLocalHeaderSize = 30;
+constexpr uint32_t kDosFolderAttribute = 0x10;  // of the external attributes
 constexpr uint64_t kMaxDirectoryBytes = uint64_t{64} << 20;
 constexpr uint64_t kDeflateMaxRatio = 1032;
 
@@ -99,11 +102,11 @@ void apply_zip64(const unsigned char* extra, size_t n, uint64_t& uncompressed,
 
 }  // namespace
 
-std::vector<std::string> check_zip_directory(const ReadAt& read,
-                                             uint64_t file_size,
-                                             uint64_t max_expanded) {
+std::vector<ZipRecord> check_zip_directory(const ReadAt& read,
+                                           uint64_t file_size,
+                                           uint64_t max_expanded) {
   const Directory d = find_directory(read, file_size);
-  std::vector<std::string> names;
+  std::vector<ZipRecord> records;
   uint64_t expanded = 0;
   if (d.size > kMaxDirectoryBytes) {
     fail("the central directory of " + std::to_string(d.size) +
@@ -117,68 +120,134 @@ std::vector<std::string> check_zip_directory(const ReadAt& read,
       fail("the central directory is damaged");
     }
     const unsigned char* e = dir.data() + at;
-    const uint64_t method = le(e + 10, 2);
-    uint64_t compressed = le(e + 20, 4), uncompressed = le(e + 24, 4),
-             offset = le(e + 42, 4);
+    ZipRecord r;
+    r.method = le(e + 10, 2);
+    r.compressed = le(e + 20, 4);
+    r.uncompressed = le(e + 24, 4);
+    r.offset = le(e + 42, 4);
     const size_t name = le(e + 28, 2), extra = le(e + 30, 2),
                  comment = le(e + 32, 2);
     if (at + kEntrySize + name + extra + comment > dir.size()) {
       fail("the central directory is damaged");
     }
-    apply_zip64(e + kEntrySize + name, extra, uncompressed, compressed, offset);
-    names.emplace_back(reinterpret_cast<const char*>(e + kEntrySize), name);
-    const std::string record = names.back().substr(0, 64);
-    const uint64_t most = method == 0 ? file_size
-                          : compressed > file_size
+    apply_zip64(e + kEntrySize + name, extra, r.uncompressed, r.compressed,
+                r.offset);
+    r.name.assign(reinterpret_cast<const char*>(e + kEntrySize), name);
+    // miniz hands out nothing for a folder, leaving the reader's buffer of
+    // the declared size as it was: memory never written, read as data.
+    const bool folder = (!r.name.empty() && r.name.back() == '/') ||
+                        (le(e + 38, 4) & kDosFolderAttribute) != 0;
+    if (folder && (r.compressed > 0 || r.uncompressed > 0)) {
+      fail("record '" + r.name.substr(0, 64) +
+           "' is marked a folder yet declares " +
+           std::to_string(r.uncompressed) + " bytes");
+    }
+    const uint64_t most = r.method == 0 ? file_size
+                          : r.compressed > file_size
                               ? 0
-                              : compressed * kDeflateMaxRatio;
-    if (compressed > file_size || offset > file_size || uncompressed > most) {
-      fail("record '" + record + "' declares " + std::to_string(uncompressed) +
-           " bytes at offset " + std::to_string(offset) + " in a file of " +
+                              : r.compressed * kDeflateMaxRatio;
+    if (r.compressed > file_size || r.offset > file_size ||
+        r.uncompressed > most) {
+      fail("record '" + r.name.substr(0, 64) + "' declares " +
+           std::to_string(r.uncompressed) + " bytes at offset " +
+           std::to_string(r.offset) + " in a file of " +
            std::to_string(file_size) + " bytes");
     }
-    expanded += uncompressed;  // each at most 1032 x the file: no overflow
+    expanded += r.uncompressed;  // each at most 1032 x the file: no overflow
     if (expanded > max_expanded) {
       fail("its records expand to more than " + std::to_string(max_expanded) +
            " bytes (the limit)");
     }
+    records.push_back(std::move(r));
     at += kEntrySize + name + extra + comment;
   }
-  return names;
+  return records;
 }
 
-std::vector<std::string> check_zip_directory(const void* data, size_t size) {
+ReadAt read_bytes(const void* data, size_t size) {
   const auto* bytes = static_cast<const unsigned char*>(data);
-  return check_zip_directory(
-      [&](uint64_t offset, void* out, size_t n) -> size_t {
-        if (offset >= size) return 0;
-        n = std::min<uint64_t>(n, size - offset);
-        std::memcpy(out, bytes + offset, n);
-        return n;
-      },
-      size);
+  return [bytes, size](uint64_t offset, void* out, size_t n) -> size_t {
+    if (offset >= size) return 0;
+    n = std::min<uint64_t>(n, size - offset);
+    std::memcpy(out, bytes + offset, n);
+    return n;
+  };
 }
 
-void check_torch_archive_names(const std::vector<std::string>& names) {
-  if (names.empty()) fail("the archive holds no records");
-  const auto slash = names[0].find('/');
+void check_torch_archive(const ReadAt& read, uint64_t file_size,
+                         const std::vector<ZipRecord>& records,
+                         const TorchVersions& versions) {
+  if (records.empty()) fail("the archive holds no records");
+  const std::string& first = records[0].name;
+  const auto slash = first.find('/');
   if (slash == std::string::npos) {
-    fail("its first record, '" + names[0].substr(0, 64) +
+    fail("its first record, '" + first.substr(0, 64) +
          "', is not in a folder, as every record torch.save writes is");
   }
+  const std::string folder = first.substr(0, slash + 1);
   const auto lower = [](std::string s) {
     for (char& c : s) {
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     }
     return s;
   };
-  const std::string folder = lower(names[0].substr(0, slash + 1));
-  for (const auto& name : names) {
-    const std::string n = lower(name);
-    if (n == folder + "version" || n == folder + ".data/version") return;
+  // The records of the folder named `name`, as miniz finds them.
+  const auto named = [&](const std::string& name) {
+    std::vector<const ZipRecord*> found;
+    const std::string want = lower(folder + name);
+    for (const auto& r : records) {
+      if (lower(r.name) == want) found.push_back(&r);
+    }
+    return found;
+  };
+  // What miniz checks of a record before it hands out its bytes; the
+  // bytes of a stored one.
+  const auto stored_bytes = [&](const ZipRecord& r) {
+    if (r.offset > file_size || kLocalHeaderSize > file_size - r.offset) {
+      fail("record '" + r.name.substr(0, 64) + "' has a damaged local header");
+    }
+    const auto header =
+        read_exactly(read, r.offset, kLocalHeaderSize, file_size);
+    const uint64_t data =
+        r.offset + kLocalHeaderSize + le(&header[26], 2) + le(&header[28], 2);
+    if (le(header.data(), 4) != kLocalSignature || data > file_size ||
+        r.compressed > file_size - data) {
+      fail("record '" + r.name.substr(0, 64) + "' has a damaged local header");
+    }
+    return r.method == 0 ? read_exactly(read, data, r.compressed, file_size)
+                         : std::vector<unsigned char>();
+  };
+  for (const ZipRecord* r : named(".data/serialization_id")) stored_bytes(*r);
+  auto version = named(".data/version");
+  if (version.empty()) version = named("version");
+  if (version.empty()) {
+    fail("no record '" + folder.substr(0, 64) +
+         "version', which torch.save and torch.jit.save write");
   }
-  fail("no record '" + names[0].substr(0, slash + 1).substr(0, 64) +
-       "version', which torch.save and torch.jit.save write");
+  for (const ZipRecord* r : version) {
+    const auto bytes = stored_bytes(*r);
+    if (r->method != 0) continue;  // read by libtorch alone
+    // As std::stoull reads it: spaces, a sign, digits, anything after.
+    size_t at = 0;
+    while (at < bytes.size() && std::isspace(bytes[at])) ++at;
+    const bool negative = at < bytes.size() && bytes[at] == '-';
+    if (at < bytes.size() && (bytes[at] == '+' || bytes[at] == '-')) ++at;
+    const size_t digits_at = at;
+    uint64_t value = 0;
+    bool overflow = false;
+    for (; at < bytes.size() && bytes[at] >= '0' && bytes[at] <= '9'; ++at) {
+      const uint64_t digit = bytes[at] - '0';
+      overflow = overflow || value > (UINT64_MAX - digit) / 10;
+      value = value * 10 + digit;
+    }
+    if (at == digits_at || negative || overflow || value < versions.min ||
+        value > versions.max) {
+      fail("record '" + r->name.substr(0, 64) +
+           "' does not hold a file format version from " +
+           std::to_string(versions.min) + " to " +
+           std::to_string(versions.max));
+    }
+  }
 }
 
 }  // namespace fgl::io
