@@ -849,21 +849,25 @@ constexpr TorchVersions kTorchVersions{
     caffe2::serialize::kMinSupportedFileFormatVersion,
     caffe2::serialize::kMaxSupportedFileFormatVersion};
 
-// Refuses a zip file whose directory is damaged or expands past
+// Refuses a zip archive whose directory is damaged or expands past
 // `max_expanded` bytes, or that libtorch's reader would refuse only after
 // allocating what it then leaves (check_torch_archive), before any record
-// is read.
-void check_zip(const InputFile& file, uint64_t max_expanded) {
-  const ReadAt read = [&](uint64_t offset, void* out, size_t n) {
-    return file.read_some(offset, out, n);
-  };
+// is read; `where` opens the message.
+void check_archive(const ReadAt& read, uint64_t size, uint64_t max_expanded,
+                   const std::string& where) {
   try {
-    check_torch_archive(read, file.size(),
-                        check_zip_directory(read, file.size(), max_expanded),
+    check_torch_archive(read, size,
+                        check_zip_directory(read, size, max_expanded),
                         kTorchVersions);
   } catch (const ZipError& e) {
-    TORCH_CHECK(false, file.path(), ": ", e.what());
+    TORCH_CHECK(false, where, e.what());
   }
+}
+
+void check_zip(const InputFile& file, uint64_t max_expanded) {
+  check_archive([&](uint64_t offset, void* out,
+                    size_t n) { return file.read_some(offset, out, n); },
+                file.size(), max_expanded, file.path() + ": ");
 }
 
 bool holds_torchscript(caffe2::serialize::PyTorchStreamReader& archive) {
@@ -927,13 +931,7 @@ at::Tensor TorchSaveFile::load(const at::Tensor& placeholder) {
 }
 
 c10::IValue read_torch_save(const void* data, size_t size) {
-  try {
-    const ReadAt read = read_bytes(data, size);
-    check_torch_archive(read, size, check_zip_directory(read, size),
-                        kTorchVersions);
-  } catch (const ZipError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  check_archive(read_bytes(data, size), size, UINT64_MAX, "");
   caffe2::serialize::PyTorchStreamReader archive(
       std::make_shared<BytesAdapter>(data, size));
   return read_archive(archive);
