@@ -7,6 +7,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -347,6 +348,69 @@ TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
           4 * ref_abs));
     }
   }
+}
+
+// float32's three products with the last round of tiles cut along their
+// steps (ops/cuda/tile_schedule.h): 23,1536,128,1536 has 144 tiles, 12 of
+// them cut over all 132 blocks (8 or 9 of their 92 steps a block, so
+// about 11 blocks add up each tile), 30,1500,96,1537 has 156 (24 cut, rows
+// and columns past B and K in the last tiles, K odd), 32,1024,128,1100 has
+// 72 tiles and no tail (fewer than the blocks). Out is the same bits call to
+// call whichever block arrives last at a tile, close to float64, with and
+// without bias and with x permuted in memory; a call of another shape
+// between two calls finds no arrival counts left over.
+TEST(TensorCoreKernel, CutsTheLastRoundOfFloat32TilesExactly) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const at::Device dev(at::kCUDA, 0);
+  const ScopedRoute forced(cuda::Route::kWgmma);
+  const ScopedTf32 tf32(false);
+  const std::vector<Shape> shapes = {
+      {23, 1536, 128, 1536}, {30, 1500, 96, 1537}, {32, 1024, 128, 1100}};
+  std::vector<at::Tensor> firsts;
+  std::vector<std::array<at::Tensor, 3>> inputs;
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << s);
+    // x laid out (B, R, H) in memory and seen as (R, B, H).
+    const auto x =
+        random_tensor({s.B, s.R, s.H}, at::kFloat, dev).permute({1, 0, 2});
+    const auto w = random_tensor({s.K, s.R * s.H}, at::kFloat, dev);
+    const auto b = random_tensor({s.K}, at::kFloat, dev);
+    if (runs_tensor_core_kernel()) {
+      EXPECT_EQ(gather_linear_route(x, w, b), "wgmma");
+    }
+    const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
+    const auto first = gather_linear(x, w, b);
+    EXPECT_TRUE(
+        matches_reference(first, reference_gather_linear(x, w, b), ref_abs));
+    auto unbiased = at::full({s.B, s.K}, NAN, x.options());
+    gather_linear_out(unbiased, x, w, std::nullopt);
+    EXPECT_TRUE(matches_reference(
+        unbiased, reference_gather_linear(x, w, std::nullopt), ref_abs));
+    firsts.push_back(first);
+    inputs.push_back({x, w, b});
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << shapes[i] << ", again");
+    auto again = at::full_like(firsts[i], NAN);
+    gather_linear_out(again, inputs[i][0], inputs[i][1], inputs[i][2]);
+    EXPECT_TRUE(at::equal(firsts[i], again));
+  }
+  // NaN and Inf in the cut tiles (rows 1408 on at 23,1536,128,1536): the
+  // blocks' sums of them added, then recomputed in order where NaN.
+  auto x = random_tensor({23, 1536, 128}, at::kFloat, dev);
+  auto w = random_tensor({1536, 23 * 128}, at::kFloat, dev);
+  x[5][1500][7] = NAN;                                    // row 1500
+  w[100][2000] = std::numeric_limits<float>::infinity();  // column 100
+  const auto got = gather_linear(x, w, std::nullopt).to(at::kDouble);
+  const auto ref = reference_gather_linear(x, w, std::nullopt);
+  EXPECT_TRUE(at::equal(got.isnan(), ref.isnan()));
+  EXPECT_TRUE(at::equal(got.isposinf(), ref.isposinf()));
+  EXPECT_TRUE(at::equal(got.isneginf(), ref.isneginf()));
+  EXPECT_TRUE(ref[1500].isnan().all().item<bool>());
+  EXPECT_TRUE(ref[1400][100].isinf().item<bool>());
+  const auto finite = ref.isfinite();
+  EXPECT_TRUE(matches_reference(got.masked_fill(~finite, 0),
+                                ref.masked_fill(~finite, 0)));
 }
 
 // The fused kernels are dependent launches (ops/cuda/dependent_launch.cuh):

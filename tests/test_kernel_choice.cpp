@@ -641,6 +641,46 @@ void expect_route(std::initializer_list<Shape> shapes, int element_size,
   }
 }
 
+// float32's three products cut the last round of their 128 x 128 tiles over
+// the 132 multiprocessors (tile_schedule.h) where it would leave blocks
+// idle; TF32's one pass and the half types deal every tile whole.
+TEST(KernelChoice, Float32SplitCutsTheLastRoundOfItsTiles) {
+  const Problem prefill = h200_wgmma(32, 4096, 128, 4096, 4);
+  const RouteChoice choice = choose(prefill);
+  EXPECT_EQ(choice.route, Route::kWgmma);
+  ASSERT_TRUE(choice.wgmma_tail.has_value());
+  // 1024 tiles of 128 steps: 7 rounds whole, 100 tiles cut.
+  const auto& l = choice.wgmma_tail->layout;
+  EXPECT_EQ(l.blocks, 132);
+  EXPECT_EQ(l.steps, 128);
+  EXPECT_EQ(l.whole_tiles, 924);
+  EXPECT_EQ(l.tail_tiles, 100);
+  EXPECT_EQ(choice.wgmma_tail->workspace_bytes,
+            tile_schedule::workspace_bytes(l, 128 * 128));
+  // H not a multiple of the 32-wide step: its steps round up.
+  const auto odd = plan_wgmma_tail(h200_wgmma(30, 1500, 96, 1537, 4));
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(odd->layout.steps, 90);
+  EXPECT_EQ(odd->layout.tail_tiles, 156 - 132);
+  EXPECT_EQ(plan_wgmma_tail(h200_wgmma(30, 1500, 100, 1537, 4))->layout.steps,
+            120);
+  // Whole rounds (1056 tiles: 8 of 132), fewer tiles than blocks, or a
+  // tail too short to give each block 8 steps: no cut.
+  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 4096, 128, 4224, 4)));
+  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 1280, 128, 1280, 4)));
+  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(8, 2000, 64, 1300, 4)));
+  // The policy asks for it only where the split runs.
+  auto tf32 = prefill;
+  tf32.tf32_allowed = true;
+  force_route(Route::kWgmma);
+  EXPECT_EQ(choose(tf32).route, Route::kWgmma);
+  EXPECT_FALSE(choose(tf32).wgmma_tail.has_value());
+  EXPECT_FALSE(choose(h200_wgmma(32, 4096, 128, 4096, 2)).wgmma_tail);
+  EXPECT_TRUE(choose(prefill).wgmma_tail.has_value());
+  force_route(std::nullopt);
+  EXPECT_FALSE(choose(h200_wgmma(32, 16, 128, 4096, 4)).wgmma_tail);
+}
+
 TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   const Problem p = h200_wgmma(32, 4096, 128, 4096, 2);
   EXPECT_TRUE(can_run_wgmma(p));

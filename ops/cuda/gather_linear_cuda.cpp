@@ -45,10 +45,11 @@ struct KernelType<at::BFloat16> {
 template <typename T>
 cudaError_t launch_wgmma_if_built(const GatherLinearParams<T>& p,
                                   cuda::Route route, bool tf32_allowed,
+                                  const cuda::WgmmaTail* tail,
                                   cudaStream_t stream) {
 #ifdef FGL_WITH_WGMMA
   if constexpr (!std::is_same_v<T, double>) {
-    return cuda::launch_wgmma(p, route, tf32_allowed, stream);
+    return cuda::launch_wgmma(p, route, tf32_allowed, tail, stream);
   }
 #endif
   return cudaErrorNotSupported;
@@ -127,6 +128,15 @@ void run(const at::Tensor& x, const at::Tensor& weight,
               cuda::max_tiled_k(),
               " output features one tiled CUDA launch covers");
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  // The tail split's workspace, from the stream's allocator: no other
+  // launch touches it before this one is done.
+  at::Tensor workspace;
+  std::optional<cuda::WgmmaTail> tail;
+  if (choice.wgmma_tail) {
+    workspace = at::empty({choice.wgmma_tail->workspace_bytes},
+                          x.options().dtype(at::kByte));
+    tail = cuda::WgmmaTail{choice.wgmma_tail->layout, workspace.data_ptr()};
+  }
   at::Tensor& out = output.get();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, x.scalar_type(), "gather_linear_cuda", [&] {
@@ -141,8 +151,8 @@ void run(const at::Tensor& x, const at::Tensor& weight,
                    route == cuda::Route::kWgmmaPingpong ||
                    route == cuda::Route::kWgmmaSplit ||
                    route == cuda::Route::kWgmmaStationary) {
-          C10_CUDA_CHECK(
-              launch_wgmma_if_built(p, route, problem.tf32_allowed, stream));
+          C10_CUDA_CHECK(launch_wgmma_if_built(
+              p, route, problem.tf32_allowed, tail ? &*tail : nullptr, stream));
         } else if (route == cuda::Route::kStream) {
           C10_CUDA_CHECK(cuda::launch_stream(p, *choice.stream,
                                              problem.x_vectors, stream));

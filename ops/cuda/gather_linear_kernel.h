@@ -48,6 +48,14 @@ template <typename T>
 cudaError_t launch_tiled(const GatherLinearParams<T>& params,
                          cudaStream_t stream);
 
+/// The tail split of a Hopper tensor-core launch (tile_schedule.h): the
+/// plan's layout (WgmmaTailPlan) and its workspace, of the plan's
+/// workspace_bytes, which nothing else uses until the launch is done.
+struct WgmmaTail {
+  tile_schedule::Layout layout;
+  void* workspace = nullptr;
+};
+
 /// Enqueues the Hopper tensor-core kernel (wgmma_kernel.cuh, and
 /// stationary_kernel.cuh for kWgmmaStationary; sm_90a, built where CUTLASS
 /// is found) on `stream`; T is __half,
@@ -56,10 +64,12 @@ cudaError_t launch_tiled(const GatherLinearParams<T>& params,
 /// can_run_wgmma(). `route`: kWgmma, or one of its schedules for __half and
 /// __nv_bfloat16, kWgmmaPingpong (can_run_wgmma_pingpong()), kWgmmaSplit
 /// (can_run_wgmma_split()) or kWgmmaStationary
-/// (can_run_wgmma_stationary()).
+/// (can_run_wgmma_stationary()). `tail`: plan_wgmma_tail()'s for float32's
+/// three products, with its workspace, or nullptr (every tile whole).
 template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& params, Route route,
-                         bool tf32_allowed, cudaStream_t stream);
+                         bool tf32_allowed, const WgmmaTail* tail,
+                         cudaStream_t stream);
 
 /// The largest K one tiled launch covers (its grid's y dimension is K tiles).
 int64_t max_tiled_k();

@@ -226,6 +226,11 @@ constexpr int64_t kMinWgmmaStationaryL2FirstTiles = 15;
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
 constexpr int64_t kMinWgmmaSplitTiles = 64;
+// Its tiles' contraction steps (128 bytes of float32), and the fewest a
+// block's share of a tail split (tile_schedule.h) takes: writing a piece's
+// sums (64 KB) and adding them is then a small part of its time.
+constexpr int64_t kWgmmaSplitStepC = 32;
+constexpr int kMinWgmmaTailSteps = 8;
 // There it also beat the streaming and warp-mma kernels, whose row tiles
 // each read the weight ("v37": 8,64-128,64,16384 1.35-2.1x against their
 // 0.73-1.01x; 16,128,64,16384 and 16,128,128,8192 2.3x and 1.46x against
@@ -515,6 +520,15 @@ RouteChoice taking(const StreamPlan& plan) {
   choice.stream = plan;
   return choice;
 }
+// The Hopper tensor-core kernel's default schedule, with the float32
+// split's tail where it cuts one.
+RouteChoice taking_wgmma(const Problem& p) {
+  RouteChoice choice = taking(Route::kWgmma);
+  if (p.element_size == 4 && !p.tf32_allowed) {
+    choice.wgmma_tail = plan_wgmma_tail(p);
+  }
+  return choice;
+}
 
 }  // namespace
 
@@ -771,6 +785,20 @@ bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
          tiles >= kMinWgmmaStationaryL2FirstTiles * resident;
 }
 
+std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
+  const int64_t tiles = wgmma_tiles(p);
+  const int64_t steps = ceil_div(p.H, kWgmmaSplitStepC) * p.R;
+  if (p.sm_count <= 0 || steps > INT32_MAX) return std::nullopt;
+  const int blocks = static_cast<int>(std::min<int64_t>(tiles, p.sm_count));
+  WgmmaTailPlan plan;
+  plan.layout = tile_schedule::plan(tiles, static_cast<int>(steps), blocks,
+                                    kMinWgmmaTailSteps);
+  if (plan.layout.tail_tiles == 0) return std::nullopt;
+  plan.workspace_bytes = tile_schedule::workspace_bytes(
+      plan.layout, kWgmmaTileRows * kWgmmaSplitTileCols);
+  return plan;
+}
+
 int wgmma_cluster_splits(int64_t tiles, int64_t steps,
                          const ResidentClusters& resident) {
   for (const int splits : kWgmmaClusterSplitSizes) {
@@ -800,7 +828,7 @@ RouteChoice choose(const Problem& p) {
     } else if (*forced == Route::kWarpMma) {
       if (auto plan = plan_warp_mma(p)) return taking(*plan);
     } else if (*forced == Route::kWgmma) {
-      if (can_run_wgmma(p)) return taking(Route::kWgmma);
+      if (can_run_wgmma(p)) return taking_wgmma(p);
     } else if (*forced == Route::kWgmmaPingpong) {
       if (can_run_wgmma_pingpong(p)) return taking(Route::kWgmmaPingpong);
     } else if (*forced == Route::kWgmmaSplit) {
@@ -818,7 +846,7 @@ RouteChoice choose(const Problem& p) {
   }
   if (p.arch == kMeasuredArch && wgmma_float_wins_over_row_tiles(p) &&
       can_run_wgmma(p)) {
-    return taking(Route::kWgmma);
+    return taking_wgmma(p);
   }
   if (p.arch == kMeasuredArch && warp_mma_wins(p)) {
     if (auto plan = plan_warp_mma(p)) return taking(*plan);
@@ -848,7 +876,7 @@ RouteChoice choose(const Problem& p) {
   if (wgmma_pingpong_wins(p) && can_run_wgmma_pingpong(p)) {
     return taking(Route::kWgmmaPingpong);
   }
-  if (wgmma_wins(p) && can_run_wgmma(p)) return taking(Route::kWgmma);
+  if (wgmma_wins(p) && can_run_wgmma(p)) return taking_wgmma(p);
   return taking(fallback);
 }
 

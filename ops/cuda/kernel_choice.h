@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "stream_layout.h"
+#include "tile_schedule.h"
 
 namespace fgl::cuda {
 
@@ -170,13 +171,26 @@ bool can_run_wgmma_stationary(const Problem& p);
 bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
                                     int sm_count);
 
+/// How the Hopper tensor-core kernel's float32 three-product instance cuts
+/// the last round of its tiles (tile_schedule.h).
+struct WgmmaTailPlan {
+  tile_schedule::Layout layout;
+  int64_t workspace_bytes = 0;  // tile_schedule::workspace_bytes
+};
+
+/// The tail split for `p`, which that instance can take (can_run_wgmma(p),
+/// float32, TF32 not allowed), or nullopt where its tiles fill whole rounds
+/// of the grid or the last round's would give each block only a few steps.
+std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p);
+
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
-/// kStream.
+/// kStream, and kWgmma's tail split where it has one.
 struct RouteChoice {
   Route route = Route::kCublasCat;
   std::optional<WarpDotPlan> warp_dot;
   std::optional<WarpMmaPlan> warp_mma;
   std::optional<StreamPlan> stream;
+  std::optional<WgmmaTailPlan> wgmma_tail;
 };
 
 /// The route for `p`, by the measured table; requires B, K and R*H > 0 (the

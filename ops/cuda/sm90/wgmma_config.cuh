@@ -10,6 +10,7 @@
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 
 #include "gather_linear_params.h"
+#include "tile_schedule.h"
 
 namespace fgl::cuda::wgmma {
 
@@ -71,6 +72,9 @@ struct Config {
   static constexpr bool kSplitTf32 = kSplit;
   static constexpr bool kPingpong = kPingpong_;
   static constexpr bool kClusterSplit = kClusterSplit_;
+  // Whether the last round's tiles may be cut along their steps
+  // (tile_schedule.h): float32's split, whose tiles take longest.
+  static constexpr bool kTailSplit = kSplit;
   static constexpr int kBM = kPingpong ? 64 : 128;  // rows of B per tile
   using Element = typename Types<T>::Operand;
   // What the copy engine loads: the operand, or float32 to be split.
@@ -148,6 +152,27 @@ struct SmallParts<Cfg, true> {
   uint64_t split[kStages];
 };
 
+// What the tail split's consumer warp groups learn of their arrival at a
+// tile: how many arrived before them (none without the tail split).
+template <typename Cfg, bool = Cfg::kTailSplit>
+struct TailArrivals {};
+template <typename Cfg>
+struct TailArrivals<Cfg, true> {
+  int before[2];
+};
+
+/// Where the tail split's blocks meet (tile_schedule.h): the layout, the
+/// arrival counts (zeroed before the launch) and the slots' float32 sums.
+/// Empty for the instances that deal every tile whole.
+template <bool kTailSplit>
+struct Tail {};
+template <>
+struct Tail<true> {
+  tile_schedule::Layout layout;
+  int* counts;
+  float* sums;
+};
+
 template <typename Cfg>
 struct SharedStorage {
   alignas(1024)
@@ -162,6 +187,7 @@ struct SharedStorage {
   float bias[Cfg::kBiasSlots][Cfg::kBN];
   typename Cfg::Pipeline::SharedStorage pipeline;
   typename Cfg::BiasPipeline::SharedStorage bias_pipeline;
+  TailArrivals<Cfg> tail;
 };
 
 // The tensors the copy engine is described over (host and device agree), of

@@ -119,6 +119,69 @@ __device__ __forceinline__ void store_pieces(
   }
 }
 
+// The tail split's meeting over a tile whose steps several blocks shared
+// (tile_schedule.h). Each consumer warp group writes its sums of the tile to
+// its block's slot and arrives; the last of the tile's blocks to arrive adds
+// every block's sums, its own read back too, in step order into `accum`
+// (the same bits whichever arrives last) and returns true: it stores the
+// tile. A tile one block took whole needs no meeting.
+template <typename Cfg, typename Accum, typename Arrivals>
+__device__ __forceinline__ bool meet_in_tail(const Tail<true>& tail,
+                                             Accum& accum, Arrivals& arrivals,
+                                             int tile, int consumer) {
+  const tile_schedule::Layout& l = tail.layout;
+  const int u = tile - l.whole_tiles;
+  const int first = tile_schedule::first_block(l, u);
+  const int last = tile_schedule::last_block(l, u);
+  if (first == last) return true;
+  const int group = consumer / 128, thread = consumer % 128;
+  constexpr int kVectors = decltype(size(accum))::value / 4;
+  constexpr int64_t kTileValues = Cfg::kBM * Cfg::kBN;
+  // A group's sums in a slot, 16 bytes a thread in turn: a warp's stores
+  // (and the last block's loads) cover 512 contiguous bytes.
+  const auto sums_of = [&](int block) {
+    return reinterpret_cast<float4*>(
+               tail.sums + tile_schedule::slot(l, block, u) * kTileValues) +
+           group * kVectors * 128 + thread;
+  };
+  float4* mine = sums_of(blockIdx.x);
+  CUTE_UNROLL
+  for (int q = 0; q < kVectors; ++q) {
+    __stcg(mine + 128 * q, make_float4(accum(4 * q), accum(4 * q + 1),
+                                       accum(4 * q + 2), accum(4 * q + 3)));
+  }
+  // Each thread's sums reach L2 before the group's arrival is counted.
+  __threadfence();
+  const uint32_t barrier = 1 + group;  // store_pieces' (the group's threads)
+  cutlass::arch::NamedBarrier::sync(128, barrier);
+  if (thread == 0) {
+    arrivals.before[group] =
+        atomicAdd(tail.counts + u * tile_schedule::kCountsPerTile + group, 1);
+  }
+  cutlass::arch::NamedBarrier::sync(128, barrier);
+  if (arrivals.before[group] != last - first) return false;
+  __threadfence();
+  for (int block = first; block <= last; ++block) {
+    const float4* sums = sums_of(block);
+    CUTE_UNROLL
+    for (int q = 0; q < kVectors; ++q) {
+      const float4 v = __ldcg(sums + 128 * q);
+      if (block == first) {
+        accum(4 * q) = v.x;
+        accum(4 * q + 1) = v.y;
+        accum(4 * q + 2) = v.z;
+        accum(4 * q + 3) = v.w;
+      } else {
+        accum(4 * q) += v.x;
+        accum(4 * q + 1) += v.y;
+        accum(4 * q + 2) += v.z;
+        accum(4 * q + 3) += v.w;
+      }
+    }
+  }
+  return true;
+}
+
 // Four adjacent columns of out, stored as one.
 template <typename T>
 struct alignas(2 * sizeof(Pair<T>)) Quad {

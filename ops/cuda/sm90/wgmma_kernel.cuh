@@ -80,16 +80,16 @@ __device__ __forceinline__ void split_in_place(const void* values,
 
 /// Grid: persistent, at most one block per multiprocessor, each (in the
 /// cluster split each cluster) taking the kBM x kBN tiles of out in turn,
-/// columns fastest (the tiles in flight share their x rows in L2). kThreads
-/// threads; dynamic shared memory
+/// columns fastest (the tiles in flight share their x rows in L2); where
+/// `tail` cuts the last round's tiles (tile_schedule.h), pieces of those
+/// after. kThreads threads; dynamic shared memory
 /// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit>>).
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit,
           typename TmaA, typename TmaB, typename TmaC>
-__global__ void __launch_bounds__(kThreads, 1)
-    gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
-                               const __grid_constant__ TmaB tma_b,
-                               const __grid_constant__ TmaC tma_c,
-                               const GatherLinearParams<T> p) {
+__global__ void __launch_bounds__(kThreads, 1) gather_linear_wgmma_kernel(
+    const __grid_constant__ TmaA tma_a, const __grid_constant__ TmaB tma_b,
+    const __grid_constant__ TmaC tma_c, const GatherLinearParams<T> p,
+    const Tail<Config<T, kSplit, kPingpong, kClusterSplit>::kTailSplit> tail) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
   using Pipeline = typename Cfg::Pipeline;
@@ -153,6 +153,32 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int all_steps = k_tiles * static_cast<int>(p.R);
   const int step0 = all_steps * rank / splits;
   const int steps = all_steps * (rank + 1) / splits - step0;
+  // The block's shares of tiles go by an index v = first_tile + i *
+  // tile_stride: tile v itself, all of the block's steps of it, below
+  // whole_tiles; then, where the tail is cut, the block's pieces of the
+  // tail's tiles.
+  int whole_tiles = tiles, shares_end = tiles;
+  if constexpr (Cfg::kTailSplit) {
+    // whole_tiles is a multiple of the blocks, each taking as many.
+    whole_tiles = tail.layout.whole_tiles;
+    shares_end =
+        whole_tiles + first_tile +
+        tile_stride * tile_schedule::tail_pieces(tail.layout, blockIdx.x);
+  }
+  const auto share_at = [&](int v) {
+    tile_schedule::Piece share{v, step0, step0 + steps};
+    if constexpr (Cfg::kTailSplit) {
+      if (v >= whole_tiles) {
+        share = tile_schedule::tail_piece(tail.layout, blockIdx.x,
+                                          (v - whole_tiles) / tile_stride);
+      }
+    }
+    return share;
+  };
+  // Its steps (the instances without a tail: the block's of every tile).
+  const auto steps_of = [&](const tile_schedule::Piece& share) {
+    return Cfg::kTailSplit ? share.end_step - share.first_step : steps;
+  };
 
   // Tiles are dealt round-robin to the resident blocks; the ring's state
   // runs on from one tile to the next, so the producer fills the next
@@ -169,7 +195,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<40>();
     if (kBiasWarp && threadIdx.x / 32 == 1) {
       auto state = cutlass::make_producer_start_state<BiasPipeline>();
-      for (int tile = first_tile; tile < tiles; tile += tile_stride) {
+      for (int v = first_tile; v < shares_end; v += tile_stride) {
+        const int tile = share_at(v).tile;
         const int64_t first = int64_t{tile % n_tiles} * kBN;
         bias_pipeline.producer_acquire(state);
         float* slot = smem.bias[state.index()];
@@ -196,8 +223,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         static_assert(typename Cfg::SmemLayoutB{}(0, 0, 1) == kStageB &&
                       typename Cfg::SmemLayoutSmallB{}(0, 0, 1) == kStageB);
         cutlass::PipelineState<kStages> landed;
-        for (int tile = first_tile; tile < tiles; tile += tile_stride) {
-          for (int step = 0; step < steps; ++step) {
+        for (int v = first_tile; v < shares_end; v += tile_stride) {
+          const int share_steps = steps_of(share_at(v));
+          for (int step = 0; step < share_steps; ++step) {
             const int slot = landed.index();
             pipeline.consumer_wait(landed);
             split_in_place<kStageB, kSplitterThreads>(
@@ -217,7 +245,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     Tensor mA = tma_a.get_tma_tensor(shape(x_tensor<Loaded>(p)));
     Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor<Loaded>(p)));
     auto state = cutlass::make_producer_start_state<Pipeline>();
-    for (int tile = first_tile; tile < tiles; tile += tile_stride) {
+    for (int v = first_tile; v < shares_end; v += tile_stride) {
+      const auto share = share_at(v);
+      const int tile = share.tile;
       // (BM, BK, h-tile, r) and (BN, BK, h-tile, r) of this tile.
       Tensor gA = local_tile(mA, typename Cfg::TileA{},
                              make_coord(tile / n_tiles, _, _));
@@ -229,8 +259,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto [tBgB, tBsB] =
           tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
                         group_modes<0, 2>(gB));
-      int h_tile = step0 % k_tiles, r = step0 / k_tiles;
-      for (int step = 0; step < steps; ++step) {
+      const int first_step = Cfg::kTailSplit ? share.first_step : step0;
+      int h_tile = first_step % k_tiles, r = first_step / k_tiles;
+      for (int step = 0; step < steps_of(share); ++step) {
         pipeline.producer_acquire(state);
         auto* full = pipeline.producer_get_barrier(state);
         copy(tma_a.with(*full), tAgA(_, h_tile, r), tAsA(_, state.index()));
@@ -280,8 +311,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   if (Cfg::kPingpong && group == 1) pass_over_a_tile();
   const int group_stride = Cfg::kPingpong ? 2 * tile_stride : tile_stride;
-  for (int tile = first_tile + (Cfg::kPingpong ? group * tile_stride : 0);
-       tile < tiles; tile += group_stride) {
+  for (int v = first_tile + (Cfg::kPingpong ? group * tile_stride : 0);
+       v < shares_end; v += group_stride) {
+    const auto share = share_at(v);
+    const int tile = share.tile;
     const int m_block = tile / n_tiles, n_block = tile % n_tiles;
     Tensor coords = thr.partition_C(local_tile(
         out_coords, Shape<Int<kBM>, Int<kBN>>{}, make_coord(m_block, n_block)));
@@ -367,9 +400,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           release_stage();
         }
       };
-      for (int step = 0; step < steps; step += 2) {
+      const int share_steps = steps_of(share);
+      for (int step = 0; step < share_steps; step += 2) {
         stage(step, x_first, x_first_small);
-        if (step + 1 < steps) stage(step + 1, x_second, x_second_small);
+        if (step + 1 < share_steps) stage(step + 1, x_second, x_second_small);
       }
       fold();
     } else {
@@ -417,17 +451,29 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int k = 0; k < kStages; ++k) {
         release_stage();
       }
-    } else if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
-      store_tile<kSplit>(p, accum, coords);
     } else {
-      bias_pipeline.consumer_wait(bias_read);
-      // The tile's 64-row chunk this group stores.
-      const int m_chunk = Cfg::kPingpong ? m_block : 2 * m_block + group;
-      store_pieces<Cfg>(tma_c, p, accum, smem.c[group],
-                        smem.bias[bias_read.index()], m_chunk, n_block,
-                        consumer, pieces);
-      bias_pipeline.consumer_release(bias_read);
-      ++bias_read;
+      // Where the tail split cut the tile, the last of its blocks to arrive
+      // stores it.
+      bool stores = true;
+      if constexpr (Cfg::kTailSplit) {
+        if (tile >= whole_tiles) {
+          stores = meet_in_tail<Cfg>(tail, accum, smem.tail, tile, consumer);
+        }
+      }
+      if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
+        if (stores) store_tile<kSplit>(p, accum, coords);
+      } else {
+        bias_pipeline.consumer_wait(bias_read);
+        if (stores) {
+          // The tile's 64-row chunk this group stores.
+          const int m_chunk = Cfg::kPingpong ? m_block : 2 * m_block + group;
+          store_pieces<Cfg>(tma_c, p, accum, smem.c[group],
+                            smem.bias[bias_read.index()], m_chunk, n_block,
+                            consumer, pieces);
+        }
+        bias_pipeline.consumer_release(bias_read);
+        ++bias_read;
+      }
     }
     if (Cfg::kPingpong) pass_over_a_tile();
   }

@@ -26,7 +26,8 @@ cudaError_t current_device(int& device, int& sm_count) {
 }
 
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false>
-cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
+cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
+                   cudaStream_t stream) {
   using namespace wgmma;
   using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
   using Loaded = typename Cfg::Loaded;
@@ -76,9 +77,32 @@ cudaError_t launch(const GatherLinearParams<T>& p, cudaStream_t stream) {
     }
     const auto blocks =
         static_cast<unsigned>(std::min<int64_t>(tiles, groups) * splits);
+    Tail<Cfg::kTailSplit> tail{};
+    if constexpr (Cfg::kTailSplit) {
+      // Every tile whole, unless the plan cuts a tail for this grid.
+      const int steps = static_cast<int>((p.H + Cfg::kBK - 1) / Cfg::kBK * p.R);
+      tail.layout = tile_schedule::plan(tiles, steps, blocks, 0);
+      if (tail_plan != nullptr) {
+        const tile_schedule::Layout& l = tail_plan->layout;
+        if (l.blocks != static_cast<int>(blocks) || l.steps != steps ||
+            l.whole_tiles + l.tail_tiles != tiles) {
+          return cudaErrorInvalidValue;
+        }
+        tail.layout = l;
+        tail.counts = static_cast<int*>(tail_plan->workspace);
+        tail.sums =
+            reinterpret_cast<float*>(static_cast<char*>(tail_plan->workspace) +
+                                     tile_schedule::counts_bytes(l));
+        if (const auto err = cudaMemsetAsync(
+                tail.counts, 0, tile_schedule::counts_bytes(l), stream);
+            err != cudaSuccess) {
+          return err;
+        }
+      }
+    }
     return launch_dependent(kernel, dim3(blocks), dim3(kThreads), smem_bytes,
                             stream, static_cast<unsigned>(splits), tma_a, tma_b,
-                            tma_c, p);
+                            tma_c, p, tail);
   };
   // The cluster split stores from its sums, never through the copy engine.
   if (!kClusterSplit && out_tma_ok(p)) {
@@ -139,30 +163,36 @@ cudaError_t launch_stationary(const GatherLinearParams<T>& p,
 
 template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
-                         bool tf32_allowed, cudaStream_t stream) {
+                         bool tf32_allowed, const WgmmaTail* tail,
+                         cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     if (route != Route::kWgmma) return cudaErrorNotSupported;
-    if (!tf32_allowed) return launch<T, true, false>(p, stream);
-    return launch<T, false, false>(p, stream);
+    if (!tf32_allowed) return launch<T, true, false>(p, tail, stream);
+    if (tail != nullptr) return cudaErrorInvalidValue;
+    return launch<T, false, false>(p, nullptr, stream);
   } else {
+    if (tail != nullptr) return cudaErrorInvalidValue;
     if (route == Route::kWgmmaPingpong) {
-      return launch<T, false, true>(p, stream);
+      return launch<T, false, true>(p, nullptr, stream);
     }
     if (route == Route::kWgmmaSplit) {
-      return launch<T, false, false, true>(p, stream);
+      return launch<T, false, false, true>(p, nullptr, stream);
     }
     if (route == Route::kWgmmaStationary) {
       return launch_stationary<T>(p, stream);
     }
-    return launch<T, false, false>(p, stream);
+    return launch<T, false, false>(p, nullptr, stream);
   }
 }
 
 template cudaError_t launch_wgmma<float>(const GatherLinearParams<float>&,
-                                         Route, bool, cudaStream_t);
+                                         Route, bool, const WgmmaTail*,
+                                         cudaStream_t);
 template cudaError_t launch_wgmma<__half>(const GatherLinearParams<__half>&,
-                                          Route, bool, cudaStream_t);
+                                          Route, bool, const WgmmaTail*,
+                                          cudaStream_t);
 template cudaError_t launch_wgmma<__nv_bfloat16>(
-    const GatherLinearParams<__nv_bfloat16>&, Route, bool, cudaStream_t);
+    const GatherLinearParams<__nv_bfloat16>&, Route, bool, const WgmmaTail*,
+    cudaStream_t);
 
 }  // namespace fgl::cuda

@@ -1,0 +1,123 @@
+// The Hopper tensor-core kernel's tile schedule (ops/cuda/tile_schedule.h)
+// is plain C++: how its blocks deal whole tiles and cut the tail is checked
+// here on every machine.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "cuda/tile_schedule.h"
+
+namespace fgl::cuda::tile_schedule {
+namespace {
+
+// Every step of every tail tile goes to exactly one block; a block's pieces
+// follow each other in step order and sit in its two slots; the blocks
+// that first_block and last_block name for a tail tile are the ones whose
+// pieces make it up, in step order, without a gap.
+void expect_tail_covered(const Layout& l) {
+  SCOPED_TRACE(::testing::Message()
+               << "blocks " << l.blocks << ", steps " << l.steps
+               << ", whole tiles " << l.whole_tiles << ", tail "
+               << l.tail_tiles);
+  std::vector<int> taken(static_cast<size_t>(l.tail_tiles) * l.steps, 0);
+  // For each tail tile, the blocks taking pieces of it and the steps they
+  // cover, in block order.
+  std::vector<std::vector<Piece>> pieces_of(l.tail_tiles);
+  std::vector<std::vector<int>> blocks_of(l.tail_tiles);
+  for (int block = 0; block < l.blocks; ++block) {
+    const int pieces = tail_pieces(l, block);
+    ASSERT_GE(pieces, 1) << "block " << block;
+    ASSERT_LE(pieces, 2) << "block " << block;
+    for (int i = 0; i < pieces; ++i) {
+      const Piece piece = tail_piece(l, block, i);
+      const int u = piece.tile - l.whole_tiles;
+      ASSERT_GE(u, 0);
+      ASSERT_LT(u, l.tail_tiles);
+      ASSERT_LT(piece.first_step, piece.end_step);
+      ASSERT_LE(piece.end_step, l.steps);
+      EXPECT_EQ(slot(l, block, u), 2 * block + i);
+      for (int s = piece.first_step; s < piece.end_step; ++s) {
+        ++taken[static_cast<size_t>(u) * l.steps + s];
+      }
+      pieces_of[u].push_back(piece);
+      blocks_of[u].push_back(block);
+    }
+  }
+  for (size_t i = 0; i < taken.size(); ++i) {
+    ASSERT_EQ(taken[i], 1) << "tail step " << i;
+  }
+  for (int u = 0; u < l.tail_tiles; ++u) {
+    SCOPED_TRACE(::testing::Message() << "tail tile " << u);
+    ASSERT_FALSE(blocks_of[u].empty());
+    EXPECT_EQ(first_block(l, u), blocks_of[u].front());
+    EXPECT_EQ(last_block(l, u), blocks_of[u].back());
+    EXPECT_EQ(static_cast<int>(blocks_of[u].size()),
+              last_block(l, u) - first_block(l, u) + 1);
+    int next_step = 0;
+    for (const Piece& piece : pieces_of[u]) {
+      EXPECT_EQ(piece.first_step, next_step);
+      next_step = piece.end_step;
+    }
+    EXPECT_EQ(next_step, l.steps);
+  }
+}
+
+TEST(TileSchedule, CutsTheLastRoundWhereItLeavesBlocksIdle) {
+  // float32's prefill on 132 blocks: 1024 tiles of 128 steps, 7 whole
+  // rounds and 100 tiles cut, each block taking 96 or 97 of their steps.
+  const Layout l = plan(1024, 128, 132, 8);
+  EXPECT_EQ(l.blocks, 132);
+  EXPECT_EQ(l.steps, 128);
+  EXPECT_EQ(l.whole_tiles, 924);
+  EXPECT_EQ(l.tail_tiles, 100);
+  expect_tail_covered(l);
+  const Piece first = tail_piece(l, 0, 0);
+  EXPECT_EQ(first.tile, 924);
+  EXPECT_EQ(first.first_step, 0);
+  EXPECT_EQ(first.end_step, 96);
+  ASSERT_EQ(tail_pieces(l, 1), 2);
+  EXPECT_EQ(tail_piece(l, 1, 0).first_step, 96);
+  EXPECT_EQ(tail_piece(l, 1, 1).tile, 925);
+  EXPECT_EQ(tail_piece(l, 1, 1).end_step, 65);
+  EXPECT_EQ(first_block(l, 0), 0);
+  EXPECT_EQ(last_block(l, 0), 1);
+  // Arrival counts, then two slots of a tile's float32 sums a block.
+  EXPECT_EQ(counts_bytes(l), 1024);
+  EXPECT_EQ(workspace_bytes(l, 128 * 128), 1024 + 2 * 132 * 128 * 128 * 4);
+}
+
+TEST(TileSchedule, DealsEveryTileWholeWhereRoundsAreFull) {
+  for (const int64_t tiles : {1, 100, 132, 264, 1056}) {
+    const Layout l = plan(tiles, 128, 132, 8);
+    EXPECT_EQ(l.whole_tiles, tiles);
+    EXPECT_EQ(l.tail_tiles, 0);
+    EXPECT_EQ(workspace_bytes(l, 128 * 128), 0);
+  }
+  // Without a minimum (0) nothing is cut; with too few steps a block, the
+  // tail stays whole (44 tiles of 16 steps: 5 a block, under 8).
+  EXPECT_EQ(plan(1024, 128, 132, 0).tail_tiles, 0);
+  EXPECT_EQ(plan(176, 16, 132, 8).tail_tiles, 0);
+  EXPECT_EQ(plan(176, 16, 132, 5).tail_tiles, 44);
+}
+
+TEST(TileSchedule, CoversEveryStepOfTheTailOnce) {
+  for (const int blocks : {1, 2, 3, 7, 64, 132}) {
+    for (int64_t tiles = 2; tiles <= 700; tiles += tiles < 40 ? 1 : 13) {
+      for (const int steps : {1, 2, 3, 5, 8, 69, 128, 257}) {
+        for (const int min_steps : {1, 4}) {
+          const Layout l = plan(tiles, steps, blocks, min_steps);
+          ASSERT_EQ(l.whole_tiles + l.tail_tiles, tiles);
+          if (l.tail_tiles == 0) continue;
+          ASSERT_EQ(l.whole_tiles % blocks, 0);
+          ASSERT_LT(l.tail_tiles, blocks);
+          ASSERT_GE(int64_t{l.tail_tiles} * steps, int64_t{blocks} * min_steps);
+          expect_tail_covered(l);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fgl::cuda::tile_schedule
