@@ -7,6 +7,8 @@
 #include <cooperative_groups.h>
 #include <cutlass/arch/barrier.h>
 
+#include <cuda/atomic>
+
 #include "numeric.cuh"
 #include "ptx.cuh"
 #include "tf32_split.cuh"
@@ -150,17 +152,18 @@ __device__ __forceinline__ bool meet_in_tail(const Tail<true>& tail,
     __stcg(mine + 128 * q, make_float4(accum(4 * q), accum(4 * q + 1),
                                        accum(4 * q + 2), accum(4 * q + 3)));
   }
-  // Each thread's sums reach L2 before the group's arrival is counted.
-  __threadfence();
+  // The group's sums are written before its arrival is counted (release),
+  // and every other block's before the last reads them (acquire): the
+  // barriers order the group's threads around its one atomic.
   const uint32_t barrier = 1 + group;  // store_pieces' (the group's threads)
   cutlass::arch::NamedBarrier::sync(128, barrier);
   if (thread == 0) {
-    arrivals.before[group] =
-        atomicAdd(tail.counts + u * tile_schedule::kCountsPerTile + group, 1);
+    ::cuda::atomic_ref<int, ::cuda::thread_scope_device> count(
+        tail.counts[u * tile_schedule::kCountsPerTile + group]);
+    arrivals.before[group] = count.fetch_add(1, ::cuda::memory_order_acq_rel);
   }
   cutlass::arch::NamedBarrier::sync(128, barrier);
   if (arrivals.before[group] != last - first) return false;
-  __threadfence();
   for (int block = first; block <= last; ++block) {
     const float4* sums = sums_of(block);
     CUTE_UNROLL

@@ -154,23 +154,24 @@ __global__ void __launch_bounds__(kThreads, 1) gather_linear_wgmma_kernel(
   const int step0 = all_steps * rank / splits;
   const int steps = all_steps * (rank + 1) / splits - step0;
   // The block's shares of tiles go by an index v = first_tile + i *
-  // tile_stride: tile v itself, all of the block's steps of it, below
-  // whole_tiles; then, where the tail is cut, the block's pieces of the
-  // tail's tiles.
-  int whole_tiles = tiles, shares_end = tiles;
+  // tile_stride: its whole tiles first (tile v, all of the block's steps of
+  // it), then, where the tail is cut, its pieces of the tail's tiles.
+  int whole_tiles = tiles, shares_end = tiles, whole_shares = 0;
   if constexpr (Cfg::kTailSplit) {
-    // whole_tiles is a multiple of the blocks, each taking as many.
     whole_tiles = tail.layout.whole_tiles;
-    shares_end =
-        whole_tiles + first_tile +
-        tile_stride * tile_schedule::tail_pieces(tail.layout, blockIdx.x);
+    whole_shares =
+        max(0, whole_tiles - first_tile + tile_stride - 1) / tile_stride;
+    shares_end = first_tile +
+                 tile_stride * (whole_shares + tile_schedule::tail_pieces(
+                                                   tail.layout, blockIdx.x));
   }
   const auto share_at = [&](int v) {
     tile_schedule::Piece share{v, step0, step0 + steps};
     if constexpr (Cfg::kTailSplit) {
-      if (v >= whole_tiles) {
+      const int i = (v - first_tile) / tile_stride;
+      if (i >= whole_shares) {
         share = tile_schedule::tail_piece(tail.layout, blockIdx.x,
-                                          (v - whole_tiles) / tile_stride);
+                                          i - whole_shares);
       }
     }
     return share;
