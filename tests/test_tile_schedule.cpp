@@ -62,6 +62,34 @@ void expect_tail_covered(const Layout& l) {
   }
 }
 
+// Every step of every tile goes to exactly one block's shares, whole tiles
+// first in each block's order.
+void expect_tiles_covered(const Layout& l) {
+  std::vector<int> taken(
+      static_cast<size_t>(l.whole_tiles + l.tail_tiles) * l.steps, 0);
+  for (int block = 0; block < l.blocks; ++block) {
+    bool in_tail = false;
+    for (int i = 0; i < shares(l, block); ++i) {
+      const Piece piece = share(l, block, i);
+      const bool whole = piece.tile < l.whole_tiles;
+      EXPECT_FALSE(whole && in_tail) << "block " << block << ", share " << i;
+      in_tail = !whole;
+      if (whole) {
+        EXPECT_EQ(piece.tile % l.blocks, block);
+        EXPECT_EQ(piece.first_step, 0);
+        EXPECT_EQ(piece.end_step, l.steps);
+      }
+      for (int s = piece.first_step; s < piece.end_step; ++s) {
+        ++taken[static_cast<size_t>(piece.tile) * l.steps + s];
+      }
+    }
+  }
+  for (size_t i = 0; i < taken.size(); ++i) {
+    ASSERT_EQ(taken[i], 1) << "step " << i % l.steps << " of tile "
+                           << i / l.steps;
+  }
+}
+
 TEST(TileSchedule, CutsTheLastRoundWhereItLeavesBlocksIdle) {
   // float32's prefill on 132 blocks: 1024 tiles of 128 steps, 7 whole
   // rounds and 100 tiles cut, each block taking 96 or 97 of their steps.
@@ -92,7 +120,14 @@ TEST(TileSchedule, DealsEveryTileWholeWhereRoundsAreFull) {
     EXPECT_EQ(l.whole_tiles, tiles);
     EXPECT_EQ(l.tail_tiles, 0);
     EXPECT_EQ(workspace_bytes(l, 128 * 128), 0);
+    expect_tiles_covered(l);
   }
+  // Tiles dealt whole that are not whole rounds: blocks 0-3 take one more.
+  const Layout uneven = plan(136, 8, 132, 0);
+  EXPECT_EQ(shares(uneven, 3), 2);
+  EXPECT_EQ(shares(uneven, 4), 1);
+  EXPECT_EQ(share(uneven, 3, 1).tile, 135);
+  expect_tiles_covered(uneven);
   // Without a minimum (0) nothing is cut; with too few steps a block, the
   // tail stays whole (44 tiles of 16 steps: 5 a block, under 8).
   EXPECT_EQ(plan(1024, 128, 132, 0).tail_tiles, 0);
@@ -107,6 +142,7 @@ TEST(TileSchedule, CoversEveryStepOfTheTailOnce) {
         for (const int min_steps : {1, 4}) {
           const Layout l = plan(tiles, steps, blocks, min_steps);
           ASSERT_EQ(l.whole_tiles + l.tail_tiles, tiles);
+          expect_tiles_covered(l);
           if (l.tail_tiles == 0) continue;
           ASSERT_EQ(l.whole_tiles % blocks, 0);
           ASSERT_LT(l.tail_tiles, blocks);

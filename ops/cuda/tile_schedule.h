@@ -61,6 +61,25 @@ constexpr Piece tail_piece(const Layout& l, int block, int i) {
   return piece;
 }
 
+/// The shares of tiles block `block` takes in turn: tiles block, block +
+/// blocks, ... below whole_tiles, whole, then its pieces of the tail.
+constexpr int shares(const Layout& l, int block) {
+  const int whole =
+      block < l.whole_tiles ? (l.whole_tiles - block - 1) / l.blocks + 1 : 0;
+  return whole + tail_pieces(l, block);
+}
+
+/// The block's i-th share.
+constexpr Piece share(const Layout& l, int block, int i) {
+  const int whole =
+      block < l.whole_tiles ? (l.whole_tiles - block - 1) / l.blocks + 1 : 0;
+  if (i >= whole) return tail_piece(l, block, i - whole);
+  Piece piece;
+  piece.tile = block + i * l.blocks;
+  piece.end_step = l.steps;
+  return piece;
+}
+
 /// The block whose share holds the tail's step `step`.
 constexpr int block_of(const Layout& l, int64_t step) {
   // The largest b with b * I / blocks <= step.

@@ -154,25 +154,20 @@ __global__ void __launch_bounds__(kThreads, 1) gather_linear_wgmma_kernel(
   const int step0 = all_steps * rank / splits;
   const int steps = all_steps * (rank + 1) / splits - step0;
   // The block's shares of tiles go by an index v = first_tile + i *
-  // tile_stride: its whole tiles first (tile v, all of the block's steps of
-  // it), then, where the tail is cut, its pieces of the tail's tiles.
-  int whole_tiles = tiles, shares_end = tiles, whole_shares = 0;
+  // tile_stride: tile v and the block's steps of it or, where the tail
+  // split deals the tiles (a block a tile group), its i-th share
+  // (tile_schedule.h).
+  int whole_tiles = tiles, shares_end = tiles;
   if constexpr (Cfg::kTailSplit) {
     whole_tiles = tail.layout.whole_tiles;
-    whole_shares =
-        max(0, whole_tiles - first_tile + tile_stride - 1) / tile_stride;
     shares_end = first_tile +
-                 tile_stride * (whole_shares + tile_schedule::tail_pieces(
-                                                   tail.layout, blockIdx.x));
+                 tile_stride * tile_schedule::shares(tail.layout, blockIdx.x);
   }
   const auto share_at = [&](int v) {
     tile_schedule::Piece share{v, step0, step0 + steps};
     if constexpr (Cfg::kTailSplit) {
-      const int i = (v - first_tile) / tile_stride;
-      if (i >= whole_shares) {
-        share = tile_schedule::tail_piece(tail.layout, blockIdx.x,
-                                          i - whole_shares);
-      }
+      share = tile_schedule::share(tail.layout, blockIdx.x,
+                                   (v - first_tile) / tile_stride);
     }
     return share;
   };
