@@ -61,18 +61,21 @@ constexpr Piece tail_piece(const Layout& l, int block, int i) {
   return piece;
 }
 
-/// The shares of tiles block `block` takes in turn: tiles block, block +
-/// blocks, ... below whole_tiles, whole, then its pieces of the tail.
+/// The whole tiles block `block` takes: block, block + blocks, ... below
+/// whole_tiles.
+constexpr int whole_shares(const Layout& l, int block) {
+  return block < l.whole_tiles ? (l.whole_tiles - block - 1) / l.blocks + 1 : 0;
+}
+
+/// The shares of tiles the block takes in turn: its whole tiles, then its
+/// pieces of the tail.
 constexpr int shares(const Layout& l, int block) {
-  const int whole =
-      block < l.whole_tiles ? (l.whole_tiles - block - 1) / l.blocks + 1 : 0;
-  return whole + tail_pieces(l, block);
+  return whole_shares(l, block) + tail_pieces(l, block);
 }
 
 /// The block's i-th share.
 constexpr Piece share(const Layout& l, int block, int i) {
-  const int whole =
-      block < l.whole_tiles ? (l.whole_tiles - block - 1) / l.blocks + 1 : 0;
+  const int whole = whole_shares(l, block);
   if (i >= whole) return tail_piece(l, block, i - whole);
   Piece piece;
   piece.tile = block + i * l.blocks;
