@@ -226,11 +226,6 @@ constexpr int64_t kMinWgmmaStationaryL2FirstTiles = 15;
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
 constexpr int64_t kMinWgmmaSplitTiles = 64;
-// Its tiles' contraction steps (128 bytes of float32), and the fewest a
-// block's share of a tail split (tile_schedule.h) takes: writing a piece's
-// sums (64 KB) and adding them is then a small part of its time.
-constexpr int64_t kWgmmaSplitStepC = 32;
-constexpr int kMinWgmmaTailSteps = 8;
 // There it also beat the streaming and warp-mma kernels, whose row tiles
 // each read the weight ("v37": 8,64-128,64,16384 1.35-2.1x against their
 // 0.73-1.01x; 16,128,64,16384 and 16,128,128,8192 2.3x and 1.46x against
@@ -241,6 +236,11 @@ constexpr int64_t kMaxWgmmaSplitShortContraction = 512;
 constexpr int64_t kMinWgmmaSplitRowsShort = 64;
 constexpr int64_t kMaxWgmmaSplitMidContraction = 2048;
 constexpr int64_t kMinWgmmaSplitRowsMid = 128;
+// Its tiles' contraction steps (128 bytes of float32), and the fewest a
+// block's share of a tail split (tile_schedule.h) takes: writing a piece's
+// sums (64 KB) and adding them is then a small part of its time.
+constexpr int64_t kWgmmaSplitStepC = 32;
+constexpr int kMinWgmmaTailSteps = 8;
 // Its one-pass TF32 instance, where the user allowed TF32 (bench/NOTES.md,
 // "v23"), beat cat + cuBLAS under TF32 from 128 of its 128 x 256 tiles up to
 // K = 4096, over the contractions (R * H from 512) and weights (to 128 MiB,
@@ -788,7 +788,9 @@ bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
   const int64_t tiles = wgmma_tiles(p);
   const int64_t steps = ceil_div(p.H, kWgmmaSplitStepC) * p.R;
-  if (p.sm_count <= 0 || steps > INT32_MAX) return std::nullopt;
+  if (p.sm_count <= 0 || tiles > INT32_MAX || steps > INT32_MAX) {
+    return std::nullopt;
+  }
   const int blocks = static_cast<int>(std::min<int64_t>(tiles, p.sm_count));
   WgmmaTailPlan plan;
   plan.layout = tile_schedule::plan(tiles, static_cast<int>(steps), blocks,
