@@ -236,9 +236,10 @@ constexpr int64_t kMaxWgmmaSplitShortContraction = 512;
 constexpr int64_t kMinWgmmaSplitRowsShort = 64;
 constexpr int64_t kMaxWgmmaSplitMidContraction = 2048;
 constexpr int64_t kMinWgmmaSplitRowsMid = 128;
-// Its tiles' contraction steps (128 bytes of float32), and the fewest a
-// block's share of a tail split (tile_schedule.h) takes: writing a piece's
-// sums (64 KB) and adding them is then a small part of its time.
+// The three-product instance's contraction steps (128 bytes of float32),
+// and the fewest a block's share of its tail split (tile_schedule.h) takes:
+// writing a piece's sums (64 KB) and adding them is then a small part of
+// its time.
 constexpr int64_t kWgmmaSplitStepC = 32;
 constexpr int kMinWgmmaTailSteps = 8;
 // Its one-pass TF32 instance, where the user allowed TF32 (bench/NOTES.md,
