@@ -350,53 +350,83 @@ TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
   }
 }
 
-// float32's three products with the last round of tiles cut along their
-// steps (ops/cuda/tile_schedule.h): 23,1536,128,1536 has 144 tiles, 12 of
-// them cut over all 132 blocks (8 or 9 of their 92 steps a block, so
-// about 11 blocks add up each tile), 30,1500,96,1537 has 156 (24 cut, rows
-// and columns past B and K in the last tiles, K odd), 32,1024,128,1100 has
-// 72 tiles and no tail (fewer than the blocks). Out is the same bits call to
-// call whichever block arrives last at a tile, close to float64, with and
-// without bias and with x permuted in memory; a call of another shape
-// between two calls finds no arrival counts left over.
-TEST(TensorCoreKernel, CutsTheLastRoundOfFloat32TilesExactly) {
+// The Hopper kernel's default schedule with the last round of tiles cut
+// along their steps (ops/cuda/tile_schedule.h), every dtype: float32's
+// three products in 128 x 128 tiles (23,1536,128,1536: 144 tiles, 12 of
+// them cut over all 132 blocks, 8 or 9 of their 92 steps a block, so about
+// 11 blocks add up each tile; 30,1500,96,1537: 156 tiles, 24 cut, rows and
+// columns past B and K in the last tiles, K odd), TF32's one pass and the
+// half types in 128 x 256 tiles (23,4096,128,1280: 160 tiles, 28 cut;
+// 31,3000,96,1900: 192, 60 cut, H not a multiple of the step), and shapes
+// of fewer tiles than blocks, none cut, between them. Out is the same bits
+// call to call whichever block arrives last at a tile, close to float64
+// (TF32: to the TF32-rounded operands' sum), with and without bias and
+// with x permuted in memory; the calls between two calls of a shape leave
+// no arrival counts behind.
+TEST(TensorCoreKernel, CutsTheLastRoundOfItsTilesExactly) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const at::Device dev(at::kCUDA, 0);
   const ScopedRoute forced(cuda::Route::kWgmma);
-  const ScopedTf32 tf32(false);
-  const std::vector<Shape> shapes = {
-      {23, 1536, 128, 1536}, {30, 1500, 96, 1537}, {32, 1024, 128, 1100}};
-  std::vector<at::Tensor> firsts;
-  std::vector<std::array<at::Tensor, 3>> inputs;
-  for (const Shape& s : shapes) {
-    SCOPED_TRACE(::testing::Message() << s);
-    // x laid out (B, R, H) in memory and seen as (R, B, H).
-    const auto x =
-        random_tensor({s.B, s.R, s.H}, at::kFloat, dev).permute({1, 0, 2});
-    const auto w = random_tensor({s.K, s.R * s.H}, at::kFloat, dev);
-    const auto b = random_tensor({s.K}, at::kFloat, dev);
-    if (runs_tensor_core_kernel()) {
-      EXPECT_EQ(gather_linear_route(x, w, b), "wgmma");
+  const std::vector<Shape> shapes = {{23, 1536, 128, 1536},
+                                     {30, 1500, 96, 1537},
+                                     {23, 4096, 128, 1280},
+                                     {31, 3000, 96, 1900},
+                                     {32, 1024, 128, 1100}};
+  struct Case {
+    at::ScalarType dtype;
+    bool tf32;
+  };
+  for (const Case c : {Case{at::kFloat, false}, Case{at::kFloat, true},
+                       Case{at::kBFloat16, false}, Case{at::kHalf, false}}) {
+    // Elsewhere TF32 takes cuBLAS's one pass, not float32-accurate.
+    if (c.tf32 && !runs_tensor_core_kernel()) continue;
+    SCOPED_TRACE(::testing::Message() << c.dtype << (c.tf32 ? " TF32" : ""));
+    const ScopedTf32 tf32(c.tf32);
+    std::vector<at::Tensor> firsts;
+    std::vector<std::array<at::Tensor, 3>> inputs;
+    for (const Shape& s : shapes) {
+      SCOPED_TRACE(::testing::Message() << s);
+      // x laid out (B, R, H) in memory and seen as (R, B, H).
+      const auto x =
+          random_tensor({s.B, s.R, s.H}, c.dtype, dev).permute({1, 0, 2});
+      const auto w = random_tensor({s.K, s.R * s.H}, c.dtype, dev);
+      const auto b = random_tensor({s.K}, c.dtype, dev);
+      if (runs_tensor_core_kernel()) {
+        EXPECT_EQ(gather_linear_route(x, w, b), "wgmma");
+      }
+      const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
+      // TF32's one pass: the sum of the TF32-rounded operands, to four
+      // times the rounding bound (its tensor cores' adds truncate).
+      const auto expect_close = [&](const at::Tensor& out,
+                                    const std::optional<at::Tensor>& bias) {
+        if (c.tf32) {
+          EXPECT_TRUE(matches_reference(
+              out,
+              reference_gather_linear(round_to_tf32(x), round_to_tf32(w), bias),
+              4 * ref_abs));
+        } else {
+          EXPECT_TRUE(matches_reference(
+              out, reference_gather_linear(x, w, bias), ref_abs));
+        }
+      };
+      const auto first = gather_linear(x, w, b);
+      expect_close(first, b);
+      auto unbiased = at::full({s.B, s.K}, NAN, x.options());
+      gather_linear_out(unbiased, x, w, std::nullopt);
+      expect_close(unbiased, std::nullopt);
+      firsts.push_back(first);
+      inputs.push_back({x, w, b});
     }
-    const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
-    const auto first = gather_linear(x, w, b);
-    EXPECT_TRUE(
-        matches_reference(first, reference_gather_linear(x, w, b), ref_abs));
-    auto unbiased = at::full({s.B, s.K}, NAN, x.options());
-    gather_linear_out(unbiased, x, w, std::nullopt);
-    EXPECT_TRUE(matches_reference(
-        unbiased, reference_gather_linear(x, w, std::nullopt), ref_abs));
-    firsts.push_back(first);
-    inputs.push_back({x, w, b});
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << shapes[i] << ", again");
+      auto again = at::full_like(firsts[i], NAN);
+      gather_linear_out(again, inputs[i][0], inputs[i][1], inputs[i][2]);
+      EXPECT_TRUE(at::equal(firsts[i], again));
+    }
   }
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    SCOPED_TRACE(::testing::Message() << shapes[i] << ", again");
-    auto again = at::full_like(firsts[i], NAN);
-    gather_linear_out(again, inputs[i][0], inputs[i][1], inputs[i][2]);
-    EXPECT_TRUE(at::equal(firsts[i], again));
-  }
-  // NaN and Inf in the cut tiles (rows 1408 on at 23,1536,128,1536): the
-  // blocks' sums of them added, then recomputed in order where NaN.
+  // NaN and Inf in float32's cut tiles (rows 1408 on at 23,1536,128,1536):
+  // the blocks' sums of them added, then recomputed in order where NaN.
+  const ScopedTf32 tf32(false);
   auto x = random_tensor({23, 1536, 128}, at::kFloat, dev);
   auto w = random_tensor({1536, 23 * 128}, at::kFloat, dev);
   x[5][1500][7] = NAN;                                    // row 1500

@@ -641,10 +641,12 @@ void expect_route(std::initializer_list<Shape> shapes, int element_size,
   }
 }
 
-// float32's three products cut the last round of their 128 x 128 tiles over
-// the 132 multiprocessors (tile_schedule.h) where it would leave blocks
-// idle; TF32's one pass and the half types deal every tile whole.
-TEST(KernelChoice, Float32SplitCutsTheLastRoundOfItsTiles) {
+// The Hopper tensor-core kernel's default schedule cuts the last round of
+// its tiles over the 132 multiprocessors (tile_schedule.h) where whole
+// tiles would leave blocks idle: float32's three products in 128 x 128
+// tiles of 32-float steps, TF32's one pass and the half types in 128 x 256
+// tiles of 128-byte steps. Its other schedules deal every tile whole.
+TEST(KernelChoice, TensorCoreKernelCutsTheLastRoundOfItsTiles) {
   const Problem prefill = h200_wgmma(32, 4096, 128, 4096, 4);
   const RouteChoice choice = choose(prefill);
   EXPECT_EQ(choice.route, Route::kWgmma);
@@ -669,14 +671,26 @@ TEST(KernelChoice, Float32SplitCutsTheLastRoundOfItsTiles) {
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 4096, 128, 4224, 4)));
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 1280, 128, 1280, 4)));
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(8, 2000, 64, 1300, 4)));
-  // The policy asks for it only where the split runs.
+  // 128 x 256 tiles: 512 at 32,4096,128,4096, 116 cut, of 64 steps of 64
+  // halves or 128 of 32 floats under TF32.
   auto tf32 = prefill;
   tf32.tf32_allowed = true;
+  for (const Problem& p : {h200_wgmma(32, 4096, 128, 4096, 2), tf32}) {
+    const auto plan = plan_wgmma_tail(p);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(plan->layout.whole_tiles, 396);
+    EXPECT_EQ(plan->layout.tail_tiles, 116);
+    EXPECT_EQ(plan->layout.steps, p.element_size == 2 ? 64 : 128);
+    EXPECT_EQ(plan->workspace_bytes,
+              tile_schedule::workspace_bytes(plan->layout, 128 * 256));
+  }
+  // The policy's and the forced kWgmma route carry it; the other schedules
+  // and routes do not.
   force_route(Route::kWgmma);
-  EXPECT_EQ(choose(tf32).route, Route::kWgmma);
-  EXPECT_FALSE(choose(tf32).wgmma_tail.has_value());
+  EXPECT_TRUE(choose(tf32).wgmma_tail.has_value());
+  EXPECT_TRUE(choose(h200_wgmma(32, 4096, 128, 4096, 2)).wgmma_tail);
+  force_route(Route::kWgmmaPingpong);
   EXPECT_FALSE(choose(h200_wgmma(32, 4096, 128, 4096, 2)).wgmma_tail);
-  EXPECT_TRUE(choose(prefill).wgmma_tail.has_value());
   force_route(std::nullopt);
   EXPECT_FALSE(choose(h200_wgmma(32, 16, 128, 4096, 4)).wgmma_tail);
 }

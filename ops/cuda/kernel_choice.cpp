@@ -155,6 +155,12 @@ constexpr int64_t kStreamOverWarpMmaWeightHalfLarge = int64_t{32} << 20;
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
 constexpr int64_t kWgmmaSplitTileCols = 128;
+// Its contraction steps (128 bytes of each row), and the fewest a block's
+// share of a tail split (tile_schedule.h) takes: writing a piece's sums (a
+// tile's float32 sums, 64 or 128 KB) and adding them is then a small part
+// of its time.
+constexpr int64_t kWgmmaStepBytes = 128;
+constexpr int kMinWgmmaTailSteps = 8;
 // Its cluster split: 128 x 128 tiles too (twice the clusters a 128 x 256
 // tile would give), each block keeping at least the ring's 4 stages of a
 // tile, which it holds until the cluster has added their sums.
@@ -236,12 +242,6 @@ constexpr int64_t kMaxWgmmaSplitShortContraction = 512;
 constexpr int64_t kMinWgmmaSplitRowsShort = 64;
 constexpr int64_t kMaxWgmmaSplitMidContraction = 2048;
 constexpr int64_t kMinWgmmaSplitRowsMid = 128;
-// The three-product instance's contraction steps (128 bytes of float32),
-// and the fewest a block's share of its tail split (tile_schedule.h) takes:
-// writing a piece's sums (64 KB) and adding them is then a small part of
-// its time.
-constexpr int64_t kWgmmaSplitStepC = 32;
-constexpr int kMinWgmmaTailSteps = 8;
 // Its one-pass TF32 instance, where the user allowed TF32 (bench/NOTES.md,
 // "v23"), beat cat + cuBLAS under TF32 from 128 of its 128 x 256 tiles up to
 // K = 4096, over the contractions (R * H from 512) and weights (to 128 MiB,
@@ -521,13 +521,11 @@ RouteChoice taking(const StreamPlan& plan) {
   choice.stream = plan;
   return choice;
 }
-// The Hopper tensor-core kernel's default schedule, with the float32
-// split's tail where it cuts one.
+// The Hopper tensor-core kernel's default schedule, with its tail split
+// where it cuts one.
 RouteChoice taking_wgmma(const Problem& p) {
   RouteChoice choice = taking(Route::kWgmma);
-  if (p.element_size == 4 && !p.tf32_allowed) {
-    choice.wgmma_tail = plan_wgmma_tail(p);
-  }
+  choice.wgmma_tail = plan_wgmma_tail(p);
   return choice;
 }
 
@@ -788,7 +786,8 @@ bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
 
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
   const int64_t tiles = wgmma_tiles(p);
-  const int64_t steps = ceil_div(p.H, kWgmmaSplitStepC) * p.R;
+  const int64_t steps =
+      ceil_div(p.H, kWgmmaStepBytes / std::max(p.element_size, 1)) * p.R;
   if (p.sm_count <= 0 || tiles > INT32_MAX || steps > INT32_MAX) {
     return std::nullopt;
   }
@@ -797,8 +796,10 @@ std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
   plan.layout = tile_schedule::plan(tiles, static_cast<int>(steps), blocks,
                                     kMinWgmmaTailSteps);
   if (plan.layout.tail_tiles == 0) return std::nullopt;
+  const bool split = p.element_size == 4 && !p.tf32_allowed;
   plan.workspace_bytes = tile_schedule::workspace_bytes(
-      plan.layout, kWgmmaTileRows * kWgmmaSplitTileCols);
+      plan.layout,
+      kWgmmaTileRows * (split ? kWgmmaSplitTileCols : kWgmmaTileCols));
   return plan;
 }
 

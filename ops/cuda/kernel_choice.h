@@ -171,16 +171,16 @@ bool can_run_wgmma_stationary(const Problem& p);
 bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
                                     int sm_count);
 
-/// How the Hopper tensor-core kernel's float32 three-product instance cuts
-/// the last round of its tiles (tile_schedule.h).
+/// How the Hopper tensor-core kernel's default schedule (kWgmma) cuts the
+/// last round of its tiles (tile_schedule.h).
 struct WgmmaTailPlan {
   tile_schedule::Layout layout;
   int64_t workspace_bytes = 0;  // tile_schedule::workspace_bytes
 };
 
-/// The tail split for `p`, which that instance can take (can_run_wgmma(p),
-/// float32, TF32 not allowed), or nullopt where its tiles fill whole rounds
-/// of the grid or the last round's would give each block only a few steps.
+/// The tail split for `p`, which that schedule can take (can_run_wgmma(p)),
+/// or nullopt where its tiles fill whole rounds of the grid or the last
+/// round's would give each block only a few steps.
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or

@@ -61,20 +61,22 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 /// kClusterSplit: the blocks of a thread-block cluster take the same tiles,
 /// each its share of the contraction, and add their sums in split order
 /// through distributed shared memory (half types, shared tiles).
+/// kTailSplit: the last round of shared tiles cut along their steps over
+/// every block (tile_schedule.h), where whole tiles would leave blocks idle.
 template <typename T, bool kSplit = false, bool kPingpong_ = false,
-          bool kClusterSplit_ = false>
+          bool kClusterSplit_ = false, bool kTailSplit_ = false>
 struct Config {
   static_assert(!kSplit || std::is_same_v<T, float>, "a float32 instance");
   static_assert(!(kSplit && kPingpong_), "the split shares its stages");
   static_assert(!kClusterSplit_ ||
                     (!kSplit && !kPingpong_ && !std::is_same_v<T, float>),
                 "the cluster split: half types, shared tiles");
+  static_assert(!kTailSplit_ || (!kPingpong_ && !kClusterSplit_),
+                "the tail split: shared tiles, a block a tile");
   static constexpr bool kSplitTf32 = kSplit;
   static constexpr bool kPingpong = kPingpong_;
   static constexpr bool kClusterSplit = kClusterSplit_;
-  // Whether the last round's tiles may be cut along their steps
-  // (tile_schedule.h): float32's split, whose tiles take longest.
-  static constexpr bool kTailSplit = kSplit;
+  static constexpr bool kTailSplit = kTailSplit_;
   static constexpr int kBM = kPingpong ? 64 : 128;  // rows of B per tile
   using Element = typename Types<T>::Operand;
   // What the copy engine loads: the operand, or float32 to be split.
@@ -153,7 +155,7 @@ struct SmallParts<Cfg, true> {
 };
 
 // What the tail split's consumer warp groups learn of their arrival at a
-// tile: how many arrived before them (none without the tail split).
+// tile: how many arrived before them (nothing without the tail split).
 template <typename Cfg, bool = Cfg::kTailSplit>
 struct TailArrivals {};
 template <typename Cfg>

@@ -164,21 +164,28 @@ __device__ __forceinline__ bool meet_in_tail(const Tail<true>& tail,
   }
   cutlass::arch::NamedBarrier::sync(128, barrier);
   if (arrivals.before[group] != last - first) return false;
-  for (int block = first; block <= last; ++block) {
-    const float4* sums = sums_of(block);
-    CUTE_UNROLL
-    for (int q = 0; q < kVectors; ++q) {
-      const float4 v = __ldcg(sums + 128 * q);
-      if (block == first) {
-        accum(4 * q) = v.x;
-        accum(4 * q + 1) = v.y;
-        accum(4 * q + 2) = v.z;
-        accum(4 * q + 3) = v.w;
-      } else {
-        accum(4 * q) += v.x;
-        accum(4 * q + 1) += v.y;
-        accum(4 * q + 2) += v.z;
-        accum(4 * q + 3) += v.w;
+  // kInFlight vectors of a block's sums loaded at a time: the loads' registers
+  // beside the accumulators stay within the consumers' share.
+  constexpr int kInFlight = 8;
+  static_assert(kVectors % kInFlight == 0, "whole runs of loads");
+  CUTE_UNROLL
+  for (int run = 0; run < kVectors; run += kInFlight) {
+    for (int block = first; block <= last; ++block) {
+      const float4* sums = sums_of(block);
+      CUTE_UNROLL
+      for (int q = run; q < run + kInFlight; ++q) {
+        const float4 v = __ldcg(sums + 128 * q);
+        if (block == first) {
+          accum(4 * q) = v.x;
+          accum(4 * q + 1) = v.y;
+          accum(4 * q + 2) = v.z;
+          accum(4 * q + 3) = v.w;
+        } else {
+          accum(4 * q) += v.x;
+          accum(4 * q + 1) += v.y;
+          accum(4 * q + 2) += v.z;
+          accum(4 * q + 3) += v.w;
+        }
       }
     }
   }

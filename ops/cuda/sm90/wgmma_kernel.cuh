@@ -83,15 +83,18 @@ __device__ __forceinline__ void split_in_place(const void* values,
 /// columns fastest (the tiles in flight share their x rows in L2); where
 /// `tail` cuts the last round's tiles (tile_schedule.h), pieces of those
 /// after. kThreads threads; dynamic shared memory
-/// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit>>).
+/// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit,
+/// kTailSplit>>).
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit,
-          typename TmaA, typename TmaB, typename TmaC>
-__global__ void __launch_bounds__(kThreads, 1) gather_linear_wgmma_kernel(
-    const __grid_constant__ TmaA tma_a, const __grid_constant__ TmaB tma_b,
-    const __grid_constant__ TmaC tma_c, const GatherLinearParams<T> p,
-    const Tail<Config<T, kSplit, kPingpong, kClusterSplit>::kTailSplit> tail) {
+          bool kTailSplit, typename TmaA, typename TmaB, typename TmaC>
+__global__ void __launch_bounds__(kThreads, 1)
+    gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
+                               const __grid_constant__ TmaB tma_b,
+                               const __grid_constant__ TmaC tma_c,
+                               const GatherLinearParams<T> p,
+                               const Tail<kTailSplit> tail) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit>;
   using Pipeline = typename Cfg::Pipeline;
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN;
   // The threads that multiply a tile (and release its stages).
@@ -411,7 +414,8 @@ __global__ void __launch_bounds__(kThreads, 1) gather_linear_wgmma_kernel(
         cutlass::arch::NamedBarrier::sync(kConsumerThreads,
                                           kTurnBarrier + group);
       }
-      for (int step = 0; step < steps; ++step) {
+      const int share_steps = steps_of(share);
+      for (int step = 0; step < share_steps; ++step) {
         pipeline.consumer_wait(read);
         warpgroup_fence_operand(accum);
         warpgroup_arrive();

@@ -25,11 +25,12 @@ cudaError_t current_device(int& device, int& sm_count) {
                                 device);
 }
 
-template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false>
+template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false,
+          bool kTailSplit = false>
 cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
                    cudaStream_t stream) {
   using namespace wgmma;
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit>;
   using Loaded = typename Cfg::Loaded;
   const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor<Loaded>(p),
                                    typename Cfg::SmemLayoutA{}(_, _, 0),
@@ -46,7 +47,7 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
   const auto start = [&](const auto& tma_c) {
     const auto kernel =
         gather_linear_wgmma_kernel<T, kSplit, kPingpong, kClusterSplit,
-                                   decltype(tma_a), decltype(tma_b),
+                                   kTailSplit, decltype(tma_a), decltype(tma_b),
                                    std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
     static_assert(smem_bytes <= 227 * 1024, "a multiprocessor's opt-in share");
@@ -77,27 +78,24 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
     }
     const auto blocks =
         static_cast<unsigned>(std::min<int64_t>(tiles, groups) * splits);
-    Tail<Cfg::kTailSplit> tail{};
-    if constexpr (Cfg::kTailSplit) {
-      // Every tile whole, unless the plan cuts a tail for this grid.
+    Tail<kTailSplit> tail{};
+    if constexpr (kTailSplit) {
+      // The plan's layout, for this grid and these tiles.
       const int steps = static_cast<int>((p.H + Cfg::kBK - 1) / Cfg::kBK * p.R);
-      tail.layout = tile_schedule::plan(tiles, steps, blocks, 0);
-      if (tail_plan != nullptr) {
-        const tile_schedule::Layout& l = tail_plan->layout;
-        if (l.blocks != static_cast<int>(blocks) || l.steps != steps ||
-            l.whole_tiles + l.tail_tiles != tiles) {
-          return cudaErrorInvalidValue;
-        }
-        tail.layout = l;
-        tail.counts = static_cast<int*>(tail_plan->workspace);
-        tail.sums =
-            reinterpret_cast<float*>(static_cast<char*>(tail_plan->workspace) +
-                                     tile_schedule::counts_bytes(l));
-        if (const auto err = cudaMemsetAsync(
-                tail.counts, 0, tile_schedule::counts_bytes(l), stream);
-            err != cudaSuccess) {
-          return err;
-        }
+      const tile_schedule::Layout& l = tail_plan->layout;
+      if (l.blocks != static_cast<int>(blocks) || l.steps != steps ||
+          l.whole_tiles + l.tail_tiles != tiles || l.tail_tiles == 0) {
+        return cudaErrorInvalidValue;
+      }
+      tail.layout = l;
+      tail.counts = static_cast<int*>(tail_plan->workspace);
+      tail.sums =
+          reinterpret_cast<float*>(static_cast<char*>(tail_plan->workspace) +
+                                   tile_schedule::counts_bytes(l));
+      if (const auto err = cudaMemsetAsync(
+              tail.counts, 0, tile_schedule::counts_bytes(l), stream);
+          err != cudaSuccess) {
+        return err;
       }
     }
     return launch_dependent(kernel, dim3(blocks), dim3(kThreads), smem_bytes,
@@ -165,13 +163,18 @@ template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
                          bool tf32_allowed, const WgmmaTail* tail,
                          cudaStream_t stream) {
+  if (tail != nullptr && route != Route::kWgmma) return cudaErrorInvalidValue;
   if constexpr (std::is_same_v<T, float>) {
     if (route != Route::kWgmma) return cudaErrorNotSupported;
-    if (!tf32_allowed) return launch<T, true, false>(p, tail, stream);
-    if (tail != nullptr) return cudaErrorInvalidValue;
-    return launch<T, false, false>(p, nullptr, stream);
+    if (!tf32_allowed) {
+      return tail != nullptr
+                 ? launch<T, true, false, false, true>(p, tail, stream)
+                 : launch<T, true, false>(p, nullptr, stream);
+    }
+    return tail != nullptr
+               ? launch<T, false, false, false, true>(p, tail, stream)
+               : launch<T, false, false>(p, nullptr, stream);
   } else {
-    if (tail != nullptr) return cudaErrorInvalidValue;
     if (route == Route::kWgmmaPingpong) {
       return launch<T, false, true>(p, nullptr, stream);
     }
@@ -181,7 +184,9 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
     if (route == Route::kWgmmaStationary) {
       return launch_stationary<T>(p, stream);
     }
-    return launch<T, false, false>(p, nullptr, stream);
+    return tail != nullptr
+               ? launch<T, false, false, false, true>(p, tail, stream)
+               : launch<T, false, false>(p, nullptr, stream);
   }
 }
 
