@@ -666,31 +666,36 @@ TEST(KernelChoice, TensorCoreKernelCutsTheLastRoundOfItsTiles) {
   EXPECT_EQ(odd->layout.tail_tiles, 156 - 132);
   EXPECT_EQ(plan_wgmma_tail(h200_wgmma(30, 1500, 100, 1537, 4))->layout.steps,
             120);
-  // Whole rounds (1056 tiles: 8 of 132), fewer tiles than blocks, or a
-  // tail too short to give each block 8 steps: no cut.
+  // Whole rounds (1056 tiles: 8 of 132), fewer tiles than blocks, a tail
+  // too short to give each block 8 steps, or one that would end the round
+  // fewer than 8 steps sooner: no cut.
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 4096, 128, 4224, 4)));
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 1280, 128, 1280, 4)));
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(8, 2000, 64, 1300, 4)));
-  // 128 x 256 tiles: 512 at 32,4096,128,4096, 116 cut, of 64 steps of 64
-  // halves or 128 of 32 floats under TF32.
+  // 128 x 256 tiles: at 32,4096,128,4096 512, 116 cut under TF32 (128
+  // steps of 32 floats: 16 idle blocks' 2048 steps), none in the half types
+  // (64 steps of 64: 1024, under 8 a block); at 32,8192,128,4096 1024, 100
+  // cut.
   auto tf32 = prefill;
   tf32.tf32_allowed = true;
-  for (const Problem& p : {h200_wgmma(32, 4096, 128, 4096, 2), tf32}) {
+  const Problem half = h200_wgmma(32, 8192, 128, 4096, 2);
+  for (const Problem& p : {tf32, half}) {
     const auto plan = plan_wgmma_tail(p);
     ASSERT_TRUE(plan.has_value());
-    EXPECT_EQ(plan->layout.whole_tiles, 396);
-    EXPECT_EQ(plan->layout.tail_tiles, 116);
+    EXPECT_EQ(plan->layout.tail_tiles, p.element_size == 2 ? 100 : 116);
+    EXPECT_EQ(plan->layout.whole_tiles, p.element_size == 2 ? 924 : 396);
     EXPECT_EQ(plan->layout.steps, p.element_size == 2 ? 64 : 128);
     EXPECT_EQ(plan->workspace_bytes,
               tile_schedule::workspace_bytes(plan->layout, 128 * 256));
   }
+  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 4096, 128, 4096, 2)));
   // The policy's and the forced kWgmma route carry it; the other schedules
   // and routes do not.
   force_route(Route::kWgmma);
   EXPECT_TRUE(choose(tf32).wgmma_tail.has_value());
-  EXPECT_TRUE(choose(h200_wgmma(32, 4096, 128, 4096, 2)).wgmma_tail);
+  EXPECT_TRUE(choose(half).wgmma_tail.has_value());
   force_route(Route::kWgmmaPingpong);
-  EXPECT_FALSE(choose(h200_wgmma(32, 4096, 128, 4096, 2)).wgmma_tail);
+  EXPECT_FALSE(choose(half).wgmma_tail.has_value());
   force_route(std::nullopt);
   EXPECT_FALSE(choose(h200_wgmma(32, 16, 128, 4096, 4)).wgmma_tail);
 }

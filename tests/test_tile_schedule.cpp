@@ -133,6 +133,10 @@ TEST(TileSchedule, DealsEveryTileWholeWhereRoundsAreFull) {
   EXPECT_EQ(plan(1024, 128, 132, 0).tail_tiles, 0);
   EXPECT_EQ(plan(176, 16, 132, 8).tail_tiles, 0);
   EXPECT_EQ(plan(176, 16, 132, 5).tail_tiles, 44);
+  // Nor where it would end the last round too few steps sooner: 130 of 132
+  // blocks busy in it, 32 steps a tile, would end 0.5 of a step sooner.
+  EXPECT_EQ(plan(262, 32, 132, 1).tail_tiles, 0);
+  EXPECT_EQ(plan(262, 66, 132, 1).tail_tiles, 130);
 }
 
 TEST(TileSchedule, CoversEveryStepOfTheTailOnce) {
@@ -147,6 +151,8 @@ TEST(TileSchedule, CoversEveryStepOfTheTailOnce) {
           ASSERT_EQ(l.whole_tiles % blocks, 0);
           ASSERT_LT(l.tail_tiles, blocks);
           ASSERT_GE(int64_t{l.tail_tiles} * steps, int64_t{blocks} * min_steps);
+          ASSERT_GE(int64_t{blocks - l.tail_tiles} * steps,
+                    int64_t{blocks} * min_steps);
           expect_tail_covered(l);
           if (::testing::Test::HasFatalFailure()) return;
         }

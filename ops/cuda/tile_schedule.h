@@ -122,8 +122,9 @@ constexpr int64_t workspace_bytes(const Layout& l, int64_t tile_values) {
 }
 
 /// The layout of `tiles` tiles of `steps` steps on a grid of `blocks`:
-/// the last round's tiles cut where they leave blocks idle and give each
-/// block at least `min_tail_steps` steps (none where that is 0), else every
+/// the last round's tiles cut where they leave blocks idle, where each
+/// block then takes at least `min_tail_steps` of their steps and the round
+/// ends at least as many steps sooner (none where that is 0), else every
 /// tile whole.
 constexpr Layout plan(int64_t tiles, int steps, int blocks,
                       int min_tail_steps) {
@@ -131,8 +132,9 @@ constexpr Layout plan(int64_t tiles, int steps, int blocks,
   l.blocks = blocks;
   l.steps = steps;
   const int64_t last_round = tiles > blocks ? tiles % blocks : 0;
-  const bool cut = min_tail_steps > 0 &&
-                   last_round * steps >= int64_t{blocks} * min_tail_steps;
+  const int64_t least = int64_t{blocks} * min_tail_steps;
+  const bool cut = min_tail_steps > 0 && last_round * steps >= least &&
+                   (blocks - last_round) * steps >= least;
   const int64_t rest = cut ? last_round : 0;
   l.whole_tiles = static_cast<int>(tiles - rest);
   l.tail_tiles = static_cast<int>(rest);
