@@ -394,26 +394,22 @@ TEST(TensorCoreKernel, CutsTheLastRoundOfItsTilesExactly) {
       if (runs_tensor_core_kernel()) {
         EXPECT_EQ(gather_linear_route(x, w, b), "wgmma");
       }
+      // One float64 reference a shape (on the CPU), without the bias and
+      // with it added. TF32's one pass: the sum of the TF32-rounded
+      // operands, to four times the rounding bound (its tensor cores' adds
+      // truncate).
       const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
-      // TF32's one pass: the sum of the TF32-rounded operands, to four
-      // times the rounding bound (its tensor cores' adds truncate).
-      const auto expect_close = [&](const at::Tensor& out,
-                                    const std::optional<at::Tensor>& bias) {
-        if (c.tf32) {
-          EXPECT_TRUE(matches_reference(
-              out,
-              reference_gather_linear(round_to_tf32(x), round_to_tf32(w), bias),
-              4 * ref_abs));
-        } else {
-          EXPECT_TRUE(matches_reference(
-              out, reference_gather_linear(x, w, bias), ref_abs));
-        }
-      };
+      const auto unbiased_ref =
+          c.tf32 ? reference_gather_linear(round_to_tf32(x), round_to_tf32(w),
+                                           std::nullopt)
+                 : reference_gather_linear(x, w, std::nullopt);
+      const auto bound = c.tf32 ? 4 * ref_abs : ref_abs;
       const auto first = gather_linear(x, w, b);
-      expect_close(first, b);
+      EXPECT_TRUE(matches_reference(
+          first, unbiased_ref + b.cpu().to(at::kDouble), bound));
       auto unbiased = at::full({s.B, s.K}, NAN, x.options());
       gather_linear_out(unbiased, x, w, std::nullopt);
-      expect_close(unbiased, std::nullopt);
+      EXPECT_TRUE(matches_reference(unbiased, unbiased_ref, bound));
       firsts.push_back(first);
       inputs.push_back({x, w, b});
     }
