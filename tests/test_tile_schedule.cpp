@@ -148,8 +148,7 @@ TEST(TileSchedule, CoversEveryStepOfTheTailOnce) {
           ASSERT_EQ(l.whole_tiles + l.tail_tiles, tiles);
           expect_tiles_covered(l);
           if (l.tail_tiles == 0) continue;
-          ASSERT_EQ(l.whole_tiles % blocks, 0);
-          ASSERT_LT(l.tail_tiles, blocks);
+          ASSERT_TRUE(cuts_tail_of(l, tiles, steps, blocks));
           ASSERT_GE(int64_t{l.tail_tiles} * steps, int64_t{blocks} * min_steps);
           ASSERT_GE(int64_t{blocks - l.tail_tiles} * steps,
                     int64_t{blocks} * min_steps);
@@ -159,6 +158,25 @@ TEST(TileSchedule, CoversEveryStepOfTheTailOnce) {
       }
     }
   }
+}
+
+// The launcher takes only a layout that cuts this grid's tail, since the
+// kernel trusts it: a longer share than a tile would drop steps and run
+// past its block's two slots.
+TEST(TileSchedule, TellsALayoutThatDoesNotCutThisGridsTail) {
+  const Layout l = plan(1024, 128, 132, 8);
+  EXPECT_TRUE(cuts_tail_of(l, 1024, 128, 132));
+  EXPECT_FALSE(cuts_tail_of(l, 1025, 128, 132));  // other tiles
+  EXPECT_FALSE(cuts_tail_of(l, 1024, 64, 132));   // other steps
+  EXPECT_FALSE(cuts_tail_of(l, 1024, 128, 128));  // another grid
+  EXPECT_FALSE(cuts_tail_of(plan(1056, 128, 132, 8), 1056, 128, 132));
+  Layout forged = l;
+  forged.whole_tiles = 792;  // 232 tiles cut over 132 blocks
+  forged.tail_tiles = 232;
+  EXPECT_FALSE(cuts_tail_of(forged, 1024, 128, 132));
+  forged.whole_tiles = 923;  // not whole rounds
+  forged.tail_tiles = 101;
+  EXPECT_FALSE(cuts_tail_of(forged, 1024, 128, 132));
 }
 
 }  // namespace

@@ -135,7 +135,8 @@ void run(const at::Tensor& x, const at::Tensor& weight,
   if (choice.wgmma_tail) {
     workspace = at::empty({choice.wgmma_tail->workspace_bytes},
                           x.options().dtype(at::kByte));
-    tail = cuda::WgmmaTail{choice.wgmma_tail->layout, workspace.data_ptr()};
+    tail = cuda::WgmmaTail{choice.wgmma_tail->layout, workspace.data_ptr(),
+                           choice.wgmma_tail->workspace_bytes};
   }
   at::Tensor& out = output.get();
   AT_DISPATCH_FLOATING_TYPES_AND2(

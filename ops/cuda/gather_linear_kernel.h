@@ -49,11 +49,14 @@ cudaError_t launch_tiled(const GatherLinearParams<T>& params,
                          cudaStream_t stream);
 
 /// The tail split of a Hopper tensor-core launch (tile_schedule.h): the
-/// plan's layout (WgmmaTailPlan) and its workspace, of the plan's
-/// workspace_bytes, which nothing else uses until the launch is done.
+/// plan's layout (WgmmaTailPlan) and its workspace of the plan's
+/// workspace_bytes, which nothing else uses until the launch is done. The
+/// launch refuses a layout that does not cut its grid's tail
+/// (tile_schedule::cuts_tail_of) or a smaller workspace.
 struct WgmmaTail {
   tile_schedule::Layout layout;
   void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
 };
 
 /// Enqueues the Hopper tensor-core kernel (wgmma_kernel.cuh, and

@@ -788,7 +788,9 @@ std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
   const int64_t tiles = wgmma_tiles(p);
   const int64_t steps =
       ceil_div(p.H, kWgmmaStepBytes / std::max(p.element_size, 1)) * p.R;
-  if (p.sm_count <= 0 || tiles > INT32_MAX || steps > INT32_MAX) {
+  // The kernel counts a block's shares past its last tile by the grid.
+  if (p.sm_count <= 0 || tiles > INT32_MAX - 2 * int64_t{p.sm_count} ||
+      steps > INT32_MAX) {
     return std::nullopt;
   }
   const int blocks = static_cast<int>(std::min<int64_t>(tiles, p.sm_count));

@@ -121,6 +121,16 @@ constexpr int64_t workspace_bytes(const Layout& l, int64_t tile_values) {
              : counts_bytes(l) + int64_t{2} * l.blocks * tile_values * 4;
 }
 
+/// Whether `l` cuts the tail of `tiles` tiles of `steps` steps on a grid
+/// of `blocks`, as plan() does: whole rounds, then fewer tiles than blocks.
+constexpr bool cuts_tail_of(const Layout& l, int64_t tiles, int steps,
+                            int blocks) {
+  return blocks > 0 && steps > 0 && l.blocks == blocks && l.steps == steps &&
+         l.tail_tiles > 0 && l.tail_tiles < blocks && l.whole_tiles >= 0 &&
+         l.whole_tiles % blocks == 0 &&
+         int64_t{l.whole_tiles} + l.tail_tiles == tiles;
+}
+
 /// The layout of `tiles` tiles of `steps` steps on a grid of `blocks`:
 /// the last round's tiles cut where they leave blocks idle, where each
 /// block then takes at least `min_tail_steps` of their steps and the round

@@ -83,8 +83,11 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
       // The plan's layout, for this grid and these tiles.
       const int steps = static_cast<int>((p.H + Cfg::kBK - 1) / Cfg::kBK * p.R);
       const tile_schedule::Layout& l = tail_plan->layout;
-      if (l.blocks != static_cast<int>(blocks) || l.steps != steps ||
-          l.whole_tiles + l.tail_tiles != tiles || l.tail_tiles == 0) {
+      if (!tile_schedule::cuts_tail_of(l, tiles, steps,
+                                       static_cast<int>(blocks)) ||
+          tail_plan->workspace == nullptr ||
+          tail_plan->workspace_bytes <
+              tile_schedule::workspace_bytes(l, Cfg::kBM * Cfg::kBN)) {
         return cudaErrorInvalidValue;
       }
       tail.layout = l;
