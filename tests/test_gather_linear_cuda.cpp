@@ -351,18 +351,18 @@ TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
 }
 
 // The Hopper kernel's default schedule with the last round of tiles cut
-// along their steps (ops/cuda/tile_schedule.h), every dtype: float32's
-// three products in 128 x 128 tiles (23,1536,128,1536: 144 tiles, 12 of
-// them cut over all 132 blocks, 8 or 9 of their 92 steps a block, so about
-// 11 blocks add up each tile; 30,1500,96,1537: 156 tiles, 24 cut, rows and
-// columns past B and K in the last tiles, K odd), TF32's one pass and the
-// half types in 128 x 256 tiles (23,4096,128,1280: 160 tiles, 28 cut;
-// 31,3000,96,1900: 192, 60 cut, H not a multiple of the step), and shapes
-// of fewer tiles than blocks, none cut, between them. Out is the same bits
-// call to call whichever block arrives last at a tile, close to float64
-// (TF32: to the TF32-rounded operands' sum), with and without bias and
-// with x permuted in memory; the calls between two calls of a shape leave
-// no arrival counts behind.
+// along their steps (ops/cuda/tile_schedule.h), in float32: its three
+// products in 128 x 128 tiles (23,1536,128,1536: 144 tiles, 12 of them cut
+// over all 132 blocks, 8 or 9 of their 92 steps a block, so about 11
+// blocks add up each tile; 30,1500,96,1537: 156 tiles, 24 cut, rows and
+// columns past B and K in the last tiles, K odd; 23,4096,128,1280: 320, 56
+// cut), TF32's one pass in 128 x 256 tiles (23,4096,128,1280: 160 tiles, 28
+// cut; 31,3000,96,1900: 192, 60 cut, H not a multiple of the step), and
+// shapes dealt whole between them. Out is the same bits call to call
+// whichever block arrives last at a tile, close to float64 (TF32: to the
+// TF32-rounded operands' sum), with and without bias and with x permuted
+// in memory; the calls between two calls of a shape leave no arrival
+// counts behind.
 TEST(TensorCoreKernel, CutsTheLastRoundOfItsTilesExactly) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const at::Device dev(at::kCUDA, 0);
@@ -372,25 +372,20 @@ TEST(TensorCoreKernel, CutsTheLastRoundOfItsTilesExactly) {
                                      {23, 4096, 128, 1280},
                                      {31, 3000, 96, 1900},
                                      {32, 1024, 128, 1100}};
-  struct Case {
-    at::ScalarType dtype;
-    bool tf32;
-  };
-  for (const Case c : {Case{at::kFloat, false}, Case{at::kFloat, true},
-                       Case{at::kBFloat16, false}, Case{at::kHalf, false}}) {
+  for (const bool tf32 : {false, true}) {
     // Elsewhere TF32 takes cuBLAS's one pass, not float32-accurate.
-    if (c.tf32 && !runs_tensor_core_kernel()) continue;
-    SCOPED_TRACE(::testing::Message() << c.dtype << (c.tf32 ? " TF32" : ""));
-    const ScopedTf32 tf32(c.tf32);
+    if (tf32 && !runs_tensor_core_kernel()) continue;
+    SCOPED_TRACE(tf32 ? "TF32" : "float32");
+    const ScopedTf32 allowed(tf32);
     std::vector<at::Tensor> firsts;
     std::vector<std::array<at::Tensor, 3>> inputs;
     for (const Shape& s : shapes) {
       SCOPED_TRACE(::testing::Message() << s);
       // x laid out (B, R, H) in memory and seen as (R, B, H).
       const auto x =
-          random_tensor({s.B, s.R, s.H}, c.dtype, dev).permute({1, 0, 2});
-      const auto w = random_tensor({s.K, s.R * s.H}, c.dtype, dev);
-      const auto b = random_tensor({s.K}, c.dtype, dev);
+          random_tensor({s.B, s.R, s.H}, at::kFloat, dev).permute({1, 0, 2});
+      const auto w = random_tensor({s.K, s.R * s.H}, at::kFloat, dev);
+      const auto b = random_tensor({s.K}, at::kFloat, dev);
       if (runs_tensor_core_kernel()) {
         EXPECT_EQ(gather_linear_route(x, w, b), "wgmma");
       }
@@ -400,10 +395,10 @@ TEST(TensorCoreKernel, CutsTheLastRoundOfItsTilesExactly) {
       // truncate).
       const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
       const auto unbiased_ref =
-          c.tf32 ? reference_gather_linear(round_to_tf32(x), round_to_tf32(w),
-                                           std::nullopt)
-                 : reference_gather_linear(x, w, std::nullopt);
-      const auto bound = c.tf32 ? 4 * ref_abs : ref_abs;
+          tf32 ? reference_gather_linear(round_to_tf32(x), round_to_tf32(w),
+                                         std::nullopt)
+               : reference_gather_linear(x, w, std::nullopt);
+      const auto bound = tf32 ? 4 * ref_abs : ref_abs;
       const auto first = gather_linear(x, w, b);
       EXPECT_TRUE(matches_reference(
           first, unbiased_ref + b.cpu().to(at::kDouble), bound));
@@ -427,7 +422,7 @@ TEST(TensorCoreKernel, CutsTheLastRoundOfItsTilesExactly) {
   auto w = random_tensor({1536, 23 * 128}, at::kFloat, dev);
   x[5][1500][7] = NAN;                                    // row 1500
   w[100][2000] = std::numeric_limits<float>::infinity();  // column 100
-  const auto got = gather_linear(x, w, std::nullopt).cpu().to(at::kDouble);
+  const auto got = gather_linear(x, w, std::nullopt).cpu();
   const auto ref = reference_gather_linear(x, w, std::nullopt);
   EXPECT_TRUE(at::equal(got.isnan(), ref.isnan()));
   EXPECT_TRUE(at::equal(got.isposinf(), ref.isposinf()));

@@ -642,21 +642,22 @@ void expect_route(std::initializer_list<Shape> shapes, int element_size,
 }
 
 // The Hopper tensor-core kernel's default schedule cuts the last round of
-// its tiles over the 132 multiprocessors (tile_schedule.h) where whole
-// tiles would leave blocks idle: float32's three products in 128 x 128
-// tiles of 32-float steps, TF32's one pass and the half types in 128 x 256
-// tiles of 128-byte steps. Its other schedules deal every tile whole.
+// float32's tiles over the 132 multiprocessors (tile_schedule.h) where
+// whole tiles would leave many blocks idle: the three products in 128 x 128
+// tiles of 32-float steps where at least 10% of the blocks' rounds would
+// be idle, TF32's one pass in 128 x 256 tiles at 25%, tiles of at least 64
+// steps. The half types and its other schedules deal every tile whole.
 TEST(KernelChoice, TensorCoreKernelCutsTheLastRoundOfItsTiles) {
-  const Problem prefill = h200_wgmma(32, 4096, 128, 4096, 4);
-  const RouteChoice choice = choose(prefill);
+  const Problem medium = h200_wgmma(23, 1536, 128, 1536, 4);
+  const RouteChoice choice = choose(medium);
   EXPECT_EQ(choice.route, Route::kWgmma);
   ASSERT_TRUE(choice.wgmma_tail.has_value());
-  // 1024 tiles of 128 steps: 7 rounds whole, 100 tiles cut.
+  // 144 tiles of 92 steps: a round whole, 12 tiles cut.
   const auto& l = choice.wgmma_tail->layout;
   EXPECT_EQ(l.blocks, 132);
-  EXPECT_EQ(l.steps, 128);
-  EXPECT_EQ(l.whole_tiles, 924);
-  EXPECT_EQ(l.tail_tiles, 100);
+  EXPECT_EQ(l.steps, 92);
+  EXPECT_EQ(l.whole_tiles, 132);
+  EXPECT_EQ(l.tail_tiles, 12);
   EXPECT_EQ(choice.wgmma_tail->workspace_bytes,
             tile_schedule::workspace_bytes(l, 128 * 128));
   // H not a multiple of the 32-wide step: its steps round up.
@@ -666,36 +667,45 @@ TEST(KernelChoice, TensorCoreKernelCutsTheLastRoundOfItsTiles) {
   EXPECT_EQ(odd->layout.tail_tiles, 156 - 132);
   EXPECT_EQ(plan_wgmma_tail(h200_wgmma(30, 1500, 100, 1537, 4))->layout.steps,
             120);
-  // Whole rounds (1056 tiles: 8 of 132), fewer tiles than blocks, a tail
-  // too short to give each block 8 steps, or one that would end the round
-  // fewer than 8 steps sooner: no cut.
+  // The idle share at its bound: 672 tiles leave 120 of 792 blocks' tiles
+  // idle (15%), 576 leave 84 of 660 (13%), 1024 leave 32 of 1056 (3%).
+  EXPECT_TRUE(plan_wgmma_tail(h200_wgmma(32, 3584, 128, 3072, 4)));
+  EXPECT_TRUE(plan_wgmma_tail(h200_wgmma(32, 3072, 128, 3072, 4)));
+  const Problem prefill = h200_wgmma(32, 4096, 128, 4096, 4);
+  EXPECT_FALSE(plan_wgmma_tail(prefill));
+  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(31, 3000, 96, 1900, 4)));  // 9%
+  // Whole rounds (1056 tiles: 8 of 132), fewer tiles than blocks, tiles of
+  // 16 steps, or a tail too short to give each block 8 steps (10 tiles of
+  // 64): no cut.
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 4096, 128, 4224, 4)));
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 1280, 128, 1280, 4)));
-  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(8, 2000, 64, 1300, 4)));
-  // 128 x 256 tiles: at 32,4096,128,4096 512, 116 cut under TF32 (128
-  // steps of 32 floats: 16 idle blocks' 2048 steps), none in the half types
-  // (64 steps of 64: 1024, under 8 a block); at 32,8192,128,4096 1024, 100
-  // cut.
-  auto tf32 = prefill;
+  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(4, 1408, 128, 2304, 4)));
+  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(16, 256, 128, 9088, 4)));
+  // TF32's 128 x 256 tiles: 288 at 32,2304,128,4096 (27% idle), 24 cut;
+  // 320 at 32,4096,128,2560 (19%) and 512 at the prefill (3%) whole.
+  auto tf32 = h200_wgmma(32, 2304, 128, 4096, 4);
   tf32.tf32_allowed = true;
-  const Problem half = h200_wgmma(32, 8192, 128, 4096, 2);
-  for (const Problem& p : {tf32, half}) {
-    const auto plan = plan_wgmma_tail(p);
-    ASSERT_TRUE(plan.has_value());
-    EXPECT_EQ(plan->layout.tail_tiles, p.element_size == 2 ? 100 : 116);
-    EXPECT_EQ(plan->layout.whole_tiles, p.element_size == 2 ? 924 : 396);
-    EXPECT_EQ(plan->layout.steps, p.element_size == 2 ? 64 : 128);
-    EXPECT_EQ(plan->workspace_bytes,
-              tile_schedule::workspace_bytes(plan->layout, 128 * 256));
+  const auto plan = plan_wgmma_tail(tf32);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->layout.tail_tiles, 24);
+  EXPECT_EQ(plan->layout.whole_tiles, 264);
+  EXPECT_EQ(plan->layout.steps, 128);
+  EXPECT_EQ(plan->workspace_bytes,
+            tile_schedule::workspace_bytes(plan->layout, 128 * 256));
+  for (const Problem& whole : {h200_wgmma(32, 4096, 128, 2560, 4), prefill}) {
+    auto p = whole;
+    p.tf32_allowed = true;
+    EXPECT_FALSE(plan_wgmma_tail(p));
   }
-  EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 4096, 128, 4096, 2)));
-  // The policy's and the forced kWgmma route carry it; the other schedules
-  // and routes do not.
+  // The half types: none, at any idle share.
+  const Problem half = h200_wgmma(32, 2304, 128, 4096, 2);
+  EXPECT_FALSE(plan_wgmma_tail(half));
+  // The policy's and the forced kWgmma route carry it; other routes do not.
   force_route(Route::kWgmma);
   EXPECT_TRUE(choose(tf32).wgmma_tail.has_value());
-  EXPECT_TRUE(choose(half).wgmma_tail.has_value());
-  force_route(Route::kWgmmaPingpong);
   EXPECT_FALSE(choose(half).wgmma_tail.has_value());
+  force_route(Route::kCublasCat);
+  EXPECT_FALSE(choose(medium).wgmma_tail.has_value());
   force_route(std::nullopt);
   EXPECT_FALSE(choose(h200_wgmma(32, 16, 128, 4096, 4)).wgmma_tail);
 }

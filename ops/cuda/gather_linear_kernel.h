@@ -67,8 +67,8 @@ struct WgmmaTail {
 /// can_run_wgmma(). `route`: kWgmma, or one of its schedules for __half and
 /// __nv_bfloat16, kWgmmaPingpong (can_run_wgmma_pingpong()), kWgmmaSplit
 /// (can_run_wgmma_split()) or kWgmmaStationary
-/// (can_run_wgmma_stationary()). `tail` (kWgmma only): plan_wgmma_tail()'s,
-/// with its workspace, or nullptr (every tile whole).
+/// (can_run_wgmma_stationary()). `tail` (float32's kWgmma only):
+/// plan_wgmma_tail()'s, with its workspace, or nullptr (every tile whole).
 template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& params, Route route,
                          bool tf32_allowed, const WgmmaTail* tail,

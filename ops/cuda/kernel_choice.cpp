@@ -161,6 +161,14 @@ constexpr int64_t kWgmmaSplitTileCols = 128;
 // of its time.
 constexpr int64_t kWgmmaStepBytes = 128;
 constexpr int kMinWgmmaTailSteps = 8;
+// Where the tail split beat dealing every tile whole on the H200
+// (bench/NOTES.md, "v49"): float32's three products where whole tiles
+// leave at least 10% of the blocks' rounds idle, TF32's one pass at 25%,
+// tiles of at least 64 steps. Below, the pieces' sums cost more than the
+// idle blocks give back; the half types' short tiles never gained.
+constexpr int64_t kMinWgmmaTailIdlePercentSplit = 10;
+constexpr int64_t kMinWgmmaTailIdlePercentTf32 = 25;
+constexpr int64_t kMinWgmmaTailTileSteps = 64;
 // Its cluster split: 128 x 128 tiles too (twice the clusters a 128 x 256
 // tile would give), each block keeping at least the ring's 4 stages of a
 // tile, which it holds until the cluster has added their sums.
@@ -785,23 +793,26 @@ bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
 }
 
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
+  if (p.element_size != 4) return std::nullopt;
   const int64_t tiles = wgmma_tiles(p);
-  const int64_t steps =
-      ceil_div(p.H, kWgmmaStepBytes / std::max(p.element_size, 1)) * p.R;
+  const int64_t steps = ceil_div(p.H, kWgmmaStepBytes / 4) * p.R;
   // The kernel counts a block's shares past its last tile by the grid.
   if (p.sm_count <= 0 || tiles > INT32_MAX - 2 * int64_t{p.sm_count} ||
-      steps > INT32_MAX) {
+      steps > INT32_MAX || steps < kMinWgmmaTailTileSteps) {
     return std::nullopt;
   }
   const int blocks = static_cast<int>(std::min<int64_t>(tiles, p.sm_count));
+  const int64_t slots = ceil_div(tiles, blocks) * blocks;
+  const int64_t least_idle = p.tf32_allowed ? kMinWgmmaTailIdlePercentTf32
+                                            : kMinWgmmaTailIdlePercentSplit;
+  if (100 * (slots - tiles) < least_idle * slots) return std::nullopt;
   WgmmaTailPlan plan;
   plan.layout = tile_schedule::plan(tiles, static_cast<int>(steps), blocks,
                                     kMinWgmmaTailSteps);
   if (plan.layout.tail_tiles == 0) return std::nullopt;
-  const bool split = p.element_size == 4 && !p.tf32_allowed;
   plan.workspace_bytes = tile_schedule::workspace_bytes(
       plan.layout,
-      kWgmmaTileRows * (split ? kWgmmaSplitTileCols : kWgmmaTileCols));
+      kWgmmaTileRows * (p.tf32_allowed ? kWgmmaTileCols : kWgmmaSplitTileCols));
   return plan;
 }
 

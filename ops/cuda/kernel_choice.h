@@ -178,9 +178,10 @@ struct WgmmaTailPlan {
   int64_t workspace_bytes = 0;  // tile_schedule::workspace_bytes
 };
 
-/// The tail split for `p`, which that schedule can take (can_run_wgmma(p)),
-/// or nullopt where its tiles fill whole rounds of the grid or the last
-/// round's would give each block only a few steps.
+/// The tail split for float32's `p`, which that schedule can take
+/// (can_run_wgmma(p)), or nullopt where its tiles are short, fill whole
+/// rounds of the grid or nearly fill the last, or where the last round's
+/// would give each block only a few steps.
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or

@@ -3,8 +3,8 @@
 // policy that plans it (kernel_choice.h). Plain C++: no CUDA type.
 //
 // Tiles dealt whole, round-robin, leave blocks idle in the last round
-// wherever the tiles are not a multiple of the blocks (1024 tiles on 132
-// blocks take 8 rounds for 7.76 rounds of work). The tail split deals only
+// wherever the tiles are not a multiple of the blocks (144 tiles on 132
+// blocks take 2 rounds for 1.09 rounds of work). The tail split deals only
 // whole rounds whole; the tail's tiles are cut along their contraction
 // steps instead, block b taking steps [b * I / blocks, (b + 1) * I / blocks)
 // of the tail's I = tail_tiles * steps, in (tile, step) order (the

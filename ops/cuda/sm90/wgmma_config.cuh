@@ -62,7 +62,8 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 /// each its share of the contraction, and add their sums in split order
 /// through distributed shared memory (half types, shared tiles).
 /// kTailSplit: the last round of shared tiles cut along their steps over
-/// every block (tile_schedule.h), where whole tiles would leave blocks idle.
+/// every block (tile_schedule.h), where whole tiles would leave blocks idle
+/// (float32).
 template <typename T, bool kSplit = false, bool kPingpong_ = false,
           bool kClusterSplit_ = false, bool kTailSplit_ = false>
 struct Config {
@@ -71,8 +72,9 @@ struct Config {
   static_assert(!kClusterSplit_ ||
                     (!kSplit && !kPingpong_ && !std::is_same_v<T, float>),
                 "the cluster split: half types, shared tiles");
-  static_assert(!kTailSplit_ || (!kPingpong_ && !kClusterSplit_),
-                "the tail split: shared tiles, a block a tile");
+  static_assert(!kTailSplit_ || (std::is_same_v<T, float> && !kPingpong_ &&
+                                 !kClusterSplit_),
+                "the tail split: float32, shared tiles, a block a tile");
   static constexpr bool kSplitTf32 = kSplit;
   static constexpr bool kPingpong = kPingpong_;
   static constexpr bool kClusterSplit = kClusterSplit_;

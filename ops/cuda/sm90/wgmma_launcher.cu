@@ -178,6 +178,7 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
                ? launch<T, false, false, false, true>(p, tail, stream)
                : launch<T, false, false>(p, nullptr, stream);
   } else {
+    if (tail != nullptr) return cudaErrorNotSupported;
     if (route == Route::kWgmmaPingpong) {
       return launch<T, false, true>(p, nullptr, stream);
     }
@@ -187,9 +188,7 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
     if (route == Route::kWgmmaStationary) {
       return launch_stationary<T>(p, stream);
     }
-    return tail != nullptr
-               ? launch<T, false, false, false, true>(p, tail, stream)
-               : launch<T, false, false>(p, nullptr, stream);
+    return launch<T, false, false>(p, nullptr, stream);
   }
 }
 
