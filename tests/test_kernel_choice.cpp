@@ -798,6 +798,10 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // and more whose weight stays in L2.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
+  // Up to a quarter of the rounds idle: 330 tiles (25%), not 288 (27%).
+  EXPECT_EQ(choose_route(h200_wgmma(32, 2816, 128, 3840, 2)), Route::kWgmma);
+  EXPECT_EQ(choose_route(h200_wgmma(32, 2304, 128, 4096, 2)),
+            Route::kCublasCat);
   // Contractions of up to 8 stages of 64 in heads of 32 or more, from 128
   // rows (past the warp-mma kernel's), K up to 16384: the stationary weight.
   expect_route({{8, 65536, 64, 512},

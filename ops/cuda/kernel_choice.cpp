@@ -213,9 +213,13 @@ constexpr int64_t kMaxClusterSplitKTwoRowTiles = 1536;
 // long contraction), and a weight that stays in L2 while the tiles in
 // flight, spread along K, read it. At K = 16384 it lost with 16 MiB of
 // weight too (v21), so K stays within what won.
+// Nor where its tiles leave more than a quarter of the blocks' rounds
+// idle ("v49b": 32,2304,128,4096, 288 tiles, 27% idle, 0.83x; 25% and less
+// 0.97-1.13x).
 constexpr int64_t kMinWgmmaTiles = 256;
 constexpr int64_t kMaxWgmmaWeightBytes = int64_t{32} << 20;
 constexpr int64_t kMaxWgmmaHalfK = 4096;
+constexpr int64_t kMaxWgmmaHalfIdlePercent = 25;
 // Its ping-pong schedule (bench/NOTES.md, "v21") beat both cat + cuBLAS and
 // the shared tiles on half-type problems of 64 tiles to one a
 // multiprocessor (its 64-row tiles, twice as many, keep more of them busy)
@@ -428,6 +432,15 @@ int64_t wgmma_tiles(const Problem& p) {
          ceil_div(p.K, split ? kWgmmaSplitTileCols : kWgmmaTileCols);
 }
 
+// The share of the rounds, in percent and rounded down, that a persistent
+// grid of up to `sm_count` blocks leaves idle dealing `tiles` whole.
+int64_t idle_percent(int64_t tiles, int sm_count) {
+  const int64_t blocks = std::min<int64_t>(tiles, sm_count);
+  if (blocks <= 0) return 0;
+  const int64_t slots = ceil_div(tiles, blocks) * blocks;
+  return 100 * (slots - tiles) / slots;
+}
+
 // The measured table's verdict for the Hopper tensor-core kernel: half
 // types; float32 through its three TF32 products; float32 where TF32 is
 // allowed through its one-pass instance.
@@ -441,7 +454,8 @@ bool wgmma_wins(const Problem& p) {
     return wgmma_tiles(p) >= kMinWgmmaSplitTiles;
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
-         p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes;
+         p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes &&
+         idle_percent(wgmma_tiles(p), p.sm_count) <= kMaxWgmmaHalfIdlePercent;
 }
 
 // The measured table's verdict for float32's three TF32 products over the
@@ -801,11 +815,10 @@ std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
       steps > INT32_MAX || steps < kMinWgmmaTailTileSteps) {
     return std::nullopt;
   }
-  const int blocks = static_cast<int>(std::min<int64_t>(tiles, p.sm_count));
-  const int64_t slots = ceil_div(tiles, blocks) * blocks;
   const int64_t least_idle = p.tf32_allowed ? kMinWgmmaTailIdlePercentTf32
                                             : kMinWgmmaTailIdlePercentSplit;
-  if (100 * (slots - tiles) < least_idle * slots) return std::nullopt;
+  if (idle_percent(tiles, p.sm_count) < least_idle) return std::nullopt;
+  const int blocks = static_cast<int>(std::min<int64_t>(tiles, p.sm_count));
   WgmmaTailPlan plan;
   plan.layout = tile_schedule::plan(tiles, static_cast<int>(steps), blocks,
                                     kMinWgmmaTailSteps);
