@@ -24,6 +24,11 @@ constexpr uint64_t kDeflateMaxRatio = 1032;
   throw ZipError("zip: " + what);
 }
 
+// A record's name as the messages show it: quoted, its first 64 bytes.
+std::string quoted(const std::string& name) {
+  return "'" + name.substr(0, 64) + "'";
+}
+
 uint64_t le(const unsigned char* p, int bytes) {
   uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
@@ -138,8 +143,7 @@ std::vector<ZipRecord> check_zip_directory(const ReadAt& read,
     const bool folder = (!r.name.empty() && r.name.back() == '/') ||
                         (le(e + 38, 4) & kDosFolderAttribute) != 0;
     if (folder && (r.compressed > 0 || r.uncompressed > 0)) {
-      fail("record '" + r.name.substr(0, 64) +
-           "' is marked a folder yet declares " +
+      fail("record " + quoted(r.name) + " is marked a folder yet declares " +
            std::to_string(r.uncompressed) + " bytes");
     }
     const uint64_t most = r.method == 0 ? file_size
@@ -148,7 +152,7 @@ std::vector<ZipRecord> check_zip_directory(const ReadAt& read,
                               : r.compressed * kDeflateMaxRatio;
     if (r.compressed > file_size || r.offset > file_size ||
         r.uncompressed > most) {
-      fail("record '" + r.name.substr(0, 64) + "' declares " +
+      fail("record " + quoted(r.name) + " declares " +
            std::to_string(r.uncompressed) + " bytes at offset " +
            std::to_string(r.offset) + " in a file of " +
            std::to_string(file_size) + " bytes");
@@ -181,8 +185,8 @@ void check_torch_archive(const ReadAt& read, uint64_t file_size,
   const std::string& first = records[0].name;
   const auto slash = first.find('/');
   if (slash == std::string::npos) {
-    fail("its first record, '" + first.substr(0, 64) +
-         "', is not in a folder, as every record torch.save writes is");
+    fail("its first record, " + quoted(first) +
+         ", is not in a folder, as every record torch.save writes is");
   }
   const std::string folder = first.substr(0, slash + 1);
   const auto lower = [](std::string s) {
@@ -203,8 +207,11 @@ void check_torch_archive(const ReadAt& read, uint64_t file_size,
   // What miniz checks of a record before it hands out its bytes; the
   // bytes of a stored one.
   const auto stored_bytes = [&](const ZipRecord& r) {
+    const auto damaged = [&] {
+      fail("record " + quoted(r.name) + " has a damaged local header");
+    };
     if (r.offset > file_size || kLocalHeaderSize > file_size - r.offset) {
-      fail("record '" + r.name.substr(0, 64) + "' has a damaged local header");
+      damaged();
     }
     const auto header =
         read_exactly(read, r.offset, kLocalHeaderSize, file_size);
@@ -212,7 +219,7 @@ void check_torch_archive(const ReadAt& read, uint64_t file_size,
         r.offset + kLocalHeaderSize + le(&header[26], 2) + le(&header[28], 2);
     if (le(header.data(), 4) != kLocalSignature || data > file_size ||
         r.compressed > file_size - data) {
-      fail("record '" + r.name.substr(0, 64) + "' has a damaged local header");
+      damaged();
     }
     return r.method == 0 ? read_exactly(read, data, r.compressed, file_size)
                          : std::vector<unsigned char>();
@@ -242,8 +249,8 @@ void check_torch_archive(const ReadAt& read, uint64_t file_size,
     }
     if (at == digits_at || negative || overflow || value < versions.min ||
         value > versions.max) {
-      fail("record '" + r->name.substr(0, 64) +
-           "' does not hold a file format version from " +
+      fail("record " + quoted(r->name) +
+           " does not hold a file format version from " +
            std::to_string(versions.min) + " to " +
            std::to_string(versions.max));
     }
