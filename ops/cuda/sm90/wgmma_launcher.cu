@@ -160,6 +160,16 @@ cudaError_t launch_stationary(const GatherLinearParams<T>& p,
   return start(NoTmaStore{});
 }
 
+// float32's shared tiles, as three TF32 products (kSplit) or one pass, the
+// last round cut along its steps where `tail` plans it.
+template <bool kSplit>
+cudaError_t launch_float32(const GatherLinearParams<float>& p,
+                           const WgmmaTail* tail, cudaStream_t stream) {
+  return tail != nullptr
+             ? launch<float, kSplit, false, false, true>(p, tail, stream)
+             : launch<float, kSplit, false>(p, nullptr, stream);
+}
+
 }  // namespace
 
 template <typename T>
@@ -169,14 +179,8 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
   if (tail != nullptr && route != Route::kWgmma) return cudaErrorInvalidValue;
   if constexpr (std::is_same_v<T, float>) {
     if (route != Route::kWgmma) return cudaErrorNotSupported;
-    if (!tf32_allowed) {
-      return tail != nullptr
-                 ? launch<T, true, false, false, true>(p, tail, stream)
-                 : launch<T, true, false>(p, nullptr, stream);
-    }
-    return tail != nullptr
-               ? launch<T, false, false, false, true>(p, tail, stream)
-               : launch<T, false, false>(p, nullptr, stream);
+    return tf32_allowed ? launch_float32<false>(p, tail, stream)
+                        : launch_float32<true>(p, tail, stream);
   } else {
     if (tail != nullptr) return cudaErrorNotSupported;
     if (route == Route::kWgmmaPingpong) {
