@@ -425,11 +425,16 @@ bool cublas_wins_half_decode(const Problem& p) {
          weight_bytes(p) > kMaxFusedWeightHalfTwoTiles;
 }
 
+// The columns of the Hopper tensor-core kernel's tiles for `p`: 128 for
+// float32's three-product split, 256 for the others.
+int64_t wgmma_tile_cols(const Problem& p) {
+  const bool split = p.element_size == 4 && !p.tf32_allowed;
+  return split ? kWgmmaSplitTileCols : kWgmmaTileCols;
+}
+
 // Tiles of out the Hopper tensor-core kernel covers `p` with.
 int64_t wgmma_tiles(const Problem& p) {
-  const bool split = p.element_size == 4 && !p.tf32_allowed;
-  return ceil_div(p.B, kWgmmaTileRows) *
-         ceil_div(p.K, split ? kWgmmaSplitTileCols : kWgmmaTileCols);
+  return ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, wgmma_tile_cols(p));
 }
 
 // The share of the rounds, in percent and rounded down, that a persistent
@@ -824,8 +829,7 @@ std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
                                     kMinWgmmaTailSteps);
   if (plan.layout.tail_tiles == 0) return std::nullopt;
   plan.workspace_bytes = tile_schedule::workspace_bytes(
-      plan.layout,
-      kWgmmaTileRows * (p.tf32_allowed ? kWgmmaTileCols : kWgmmaSplitTileCols));
+      plan.layout, kWgmmaTileRows * wgmma_tile_cols(p));
   return plan;
 }
 
