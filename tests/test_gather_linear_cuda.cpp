@@ -280,6 +280,19 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
   }
 }
 
+// The half types' shared tiles in each width wgmma_half_tile_cols() picks on
+// 132 multiprocessors (KernelChoice.HalfTypesTilesFillTheGridsRounds): 132
+// tiles of 256 columns stored by the copy engine, 132 of 192 over H = 40
+// with K a multiple of 4 only (stored from registers), and 128 with K odd.
+TEST(TensorCoreKernel, IsExactInEachHalfTileWidth) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const std::vector<Shape> shapes = {
+      {2, 1408, 64, 3072}, {3, 1400, 40, 2300}, {1, 130, 128, 257}};
+  const auto taken =
+      expect_exact_and_deterministic(cuda::Route::kWgmma, shapes);
+  if (routes_as_measured()) EXPECT_EQ(taken, shapes);
+}
+
 // Allows TF32 in float32 matmuls (at::globalContext()) while it lives.
 class ScopedTf32 {
  public:

@@ -793,15 +793,45 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   EXPECT_TRUE(wgmma_stationary_asks_l2_first(128, 15 * 128, 132));
 }
 
+TEST(KernelChoice, HalfTypesTilesFillTheGridsRounds) {
+  // Rounds of tiles times width, over 132 blocks.
+  struct Case {
+    int64_t R, B, H, K;
+    int cols;
+  };
+  for (const Case& c : std::vector<Case>{
+           {32, 2304, 128, 4096, 192},  // 3 x 192 < 5 x 128 < 3 x 256
+           {32, 4096, 128, 2560, 128},  // 5 x 128 < 3 x 256 = 4 x 192
+           {32, 2816, 128, 3840, 128},
+           {32, 4096, 128, 4096, 256},  // 4 x 256 = 8 x 128: the widest
+           {2, 1408, 64, 3072, 256},    // 132 tiles of 256: one round
+           {2, 1408, 64, 2304, 192},    // 132 of 192: one round
+           {2, 1408, 64, 1408, 128},    // one round at every width
+           {3, 1400, 40, 2300, 192},
+           {1, 130, 128, 257, 128},
+           {1, 1, 8, 8, 128}}) {
+    EXPECT_EQ(wgmma_half_tile_cols(h200_wgmma(c.R, c.B, c.H, c.K, 2)), c.cols)
+        << c.R << "," << c.B << "," << c.H << "," << c.K;
+  }
+  // The kWgmma route carries the width for the half types alone.
+  force_route(Route::kWgmma);
+  EXPECT_EQ(choose(h200_wgmma(32, 2304, 128, 4096, 2)).wgmma_tile_cols, 192);
+  EXPECT_EQ(choose(h200_wgmma(32, 2304, 128, 4096, 4)).wgmma_tile_cols, 0);
+  force_route(Route::kWgmmaPingpong);
+  EXPECT_EQ(choose(h200_wgmma(32, 256, 128, 4096, 2)).wgmma_tile_cols, 0);
+  force_route(std::nullopt);
+}
+
 TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // Prefill, many rows with a small K, and medium problems of 256 tiles
   // and more whose weight stays in L2.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
-  // Up to a quarter of the rounds idle: 330 tiles (25%), not 288 (27%).
+  // Up to a quarter of the rounds idle in the tiles' chosen width: 660 of
+  // 128 columns at 32,2816,128,3840 (0%), 396 of 192 at 32,2304,128,4096
+  // (0%, where 256 columns leave 27%).
   EXPECT_EQ(choose_route(h200_wgmma(32, 2816, 128, 3840, 2)), Route::kWgmma);
-  EXPECT_EQ(choose_route(h200_wgmma(32, 2304, 128, 4096, 2)),
-            Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_wgmma(32, 2304, 128, 4096, 2)), Route::kWgmma);
   // Contractions of up to 8 stages of 64 in heads of 32 or more, from 128
   // rows (past the warp-mma kernel's), K up to 16384: the stationary weight.
   expect_route({{8, 65536, 64, 512},

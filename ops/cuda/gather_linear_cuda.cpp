@@ -45,11 +45,11 @@ struct KernelType<at::BFloat16> {
 template <typename T>
 cudaError_t launch_wgmma_if_built(const GatherLinearParams<T>& p,
                                   cuda::Route route, bool tf32_allowed,
-                                  const cuda::WgmmaTail* tail,
+                                  const cuda::WgmmaTail* tail, int tile_cols,
                                   cudaStream_t stream) {
 #ifdef FGL_WITH_WGMMA
   if constexpr (!std::is_same_v<T, double>) {
-    return cuda::launch_wgmma(p, route, tf32_allowed, tail, stream);
+    return cuda::launch_wgmma(p, route, tf32_allowed, tail, tile_cols, stream);
   }
 #endif
   return cudaErrorNotSupported;
@@ -152,8 +152,9 @@ void run(const at::Tensor& x, const at::Tensor& weight,
                    route == cuda::Route::kWgmmaPingpong ||
                    route == cuda::Route::kWgmmaSplit ||
                    route == cuda::Route::kWgmmaStationary) {
-          C10_CUDA_CHECK(launch_wgmma_if_built(
-              p, route, problem.tf32_allowed, tail ? &*tail : nullptr, stream));
+          C10_CUDA_CHECK(launch_wgmma_if_built(p, route, problem.tf32_allowed,
+                                               tail ? &*tail : nullptr,
+                                               choice.wgmma_tile_cols, stream));
         } else if (route == cuda::Route::kStream) {
           C10_CUDA_CHECK(cuda::launch_stream(p, *choice.stream,
                                              problem.x_vectors, stream));

@@ -69,10 +69,12 @@ struct WgmmaTail {
 /// (can_run_wgmma_split()) or kWgmmaStationary
 /// (can_run_wgmma_stationary()). `tail` (float32's kWgmma only):
 /// plan_wgmma_tail()'s, with its workspace, or nullptr (every tile whole).
+/// `tile_cols` (the half types' kWgmma only): wgmma_half_tile_cols(), or 0
+/// for the instance's own tiles.
 template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& params, Route route,
                          bool tf32_allowed, const WgmmaTail* tail,
-                         cudaStream_t stream);
+                         int tile_cols, cudaStream_t stream);
 
 /// The largest K one tiled launch covers (its grid's y dimension is K tiles).
 int64_t max_tiled_k();

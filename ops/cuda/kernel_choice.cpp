@@ -155,6 +155,9 @@ constexpr int64_t kStreamOverWarpMmaWeightHalfLarge = int64_t{32} << 20;
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
 constexpr int64_t kWgmmaSplitTileCols = 128;
+// The half types' widths, widest first (wgmma_half_tile_cols): narrower
+// tiles fill the grid's rounds where 256 columns would leave many idle.
+constexpr int kWgmmaHalfTileCols[] = {256, 192, 128};
 // Its contraction steps (128 bytes of each row), and the fewest a block's
 // share of a tail split (tile_schedule.h) takes: writing a piece's sums (a
 // tile's float32 sums, 64 or 128 KB) and adding them is then a small part
@@ -446,6 +449,26 @@ int64_t idle_percent(int64_t tiles, int sm_count) {
   return 100 * (slots - tiles) / slots;
 }
 
+}  // namespace
+
+int wgmma_half_tile_cols(const Problem& p) {
+  int best = 0;
+  int64_t best_cost = 0;
+  for (const int cols : kWgmmaHalfTileCols) {
+    const int64_t tiles = ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, cols);
+    const int64_t blocks =
+        std::max<int64_t>(1, std::min<int64_t>(tiles, p.sm_count));
+    const int64_t cost = ceil_div(tiles, blocks) * cols;
+    if (best == 0 || cost < best_cost) {
+      best = cols;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+namespace {
+
 // The measured table's verdict for the Hopper tensor-core kernel: half
 // types; float32 through its three TF32 products; float32 where TF32 is
 // allowed through its one-pass instance.
@@ -460,7 +483,9 @@ bool wgmma_wins(const Problem& p) {
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes &&
-         idle_percent(wgmma_tiles(p), p.sm_count) <= kMaxWgmmaHalfIdlePercent;
+         idle_percent(ceil_div(p.B, kWgmmaTileRows) *
+                          ceil_div(p.K, wgmma_half_tile_cols(p)),
+                      p.sm_count) <= kMaxWgmmaHalfIdlePercent;
 }
 
 // The measured table's verdict for float32's three TF32 products over the
@@ -553,6 +578,7 @@ RouteChoice taking(const StreamPlan& plan) {
 RouteChoice taking_wgmma(const Problem& p) {
   RouteChoice choice = taking(Route::kWgmma);
   choice.wgmma_tail = plan_wgmma_tail(p);
+  if (p.element_size == 2) choice.wgmma_tile_cols = wgmma_half_tile_cols(p);
   return choice;
 }
 

@@ -184,14 +184,22 @@ struct WgmmaTailPlan {
 /// would give each block only a few steps.
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p);
 
+/// The output columns of the Hopper kernel's default-schedule tiles (128
+/// rows each) for the half types' `p`: of 256, 192 and 128, the width whose
+/// rounds of tiles over a persistent grid of `p.sm_count` blocks take the
+/// least time (rounds times width), the widest where they tie.
+int wgmma_half_tile_cols(const Problem& p);
+
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
-/// kStream, and kWgmma's tail split where it has one.
+/// kStream, and for kWgmma its tail split where it has one and the half
+/// types' tile width (0: the instance's own).
 struct RouteChoice {
   Route route = Route::kCublasCat;
   std::optional<WarpDotPlan> warp_dot;
   std::optional<WarpMmaPlan> warp_mma;
   std::optional<StreamPlan> stream;
   std::optional<WgmmaTailPlan> wgmma_tail;
+  int wgmma_tile_cols = 0;
 };
 
 /// The route for `p`, by the measured table; requires B, K and R*H > 0 (the

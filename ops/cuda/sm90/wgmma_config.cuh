@@ -63,9 +63,10 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 /// through distributed shared memory (half types, shared tiles).
 /// kTailSplit: the last round of shared tiles cut along their steps over
 /// every block (tile_schedule.h), where whole tiles would leave blocks idle
-/// (float32).
+/// (float32). kCols: the half types' shared tiles' output columns, 0 for
+/// the schedule's own (kernel_choice.h's wgmma_half_tile_cols chooses).
 template <typename T, bool kSplit = false, bool kPingpong_ = false,
-          bool kClusterSplit_ = false, bool kTailSplit_ = false>
+          bool kClusterSplit_ = false, bool kTailSplit_ = false, int kCols = 0>
 struct Config {
   static_assert(!kSplit || std::is_same_v<T, float>, "a float32 instance");
   static_assert(!(kSplit && kPingpong_), "the split shares its stages");
@@ -75,6 +76,10 @@ struct Config {
   static_assert(!kTailSplit_ || (std::is_same_v<T, float> && !kPingpong_ &&
                                  !kClusterSplit_),
                 "the tail split: float32, shared tiles, a block a tile");
+  static_assert(kCols == 0 ||
+                    (!std::is_same_v<T, float> && !kPingpong_ &&
+                     !kClusterSplit_ && kCols % 64 == 0 && kCols <= 256),
+                "other widths: the half types' shared tiles, whole pieces");
   static constexpr bool kSplitTf32 = kSplit;
   static constexpr bool kPingpong = kPingpong_;
   static constexpr bool kClusterSplit = kClusterSplit_;
@@ -87,7 +92,8 @@ struct Config {
   // Output columns per block. The split holds two accumulator sets a
   // thread, the tile's total and a fresh sum (stages_per_sum below). The
   // cluster split's tiles are narrower too: twice as many clusters.
-  static constexpr int kBN = kSplit || kClusterSplit ? 128 : 256;
+  static constexpr int kBN =
+      kCols != 0 ? kCols : (kSplit || kClusterSplit ? 128 : 256);
   // The split's stages summed in fresh registers before a rounded add to
   // the tile's total: the tensor cores truncate each add (bench/NOTES.md
   // v9), so the error grows with a sum's stages, and fewer stages a sum

@@ -84,9 +84,10 @@ __device__ __forceinline__ void split_in_place(const void* values,
 /// `tail` cuts the last round's tiles (tile_schedule.h), pieces of those
 /// after. kThreads threads; dynamic shared memory
 /// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit,
-/// kTailSplit>>).
+/// kTailSplit, kCols>>).
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit,
-          bool kTailSplit, typename TmaA, typename TmaB, typename TmaC>
+          bool kTailSplit, int kCols, typename TmaA, typename TmaB,
+          typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
                                const __grid_constant__ TmaB tma_b,
@@ -94,7 +95,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                                const GatherLinearParams<T> p,
                                const Tail<kTailSplit> tail) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols>;
   using Pipeline = typename Cfg::Pipeline;
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN;
   // The threads that multiply a tile (and release its stages).

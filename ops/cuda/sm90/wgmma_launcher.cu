@@ -26,11 +26,11 @@ cudaError_t current_device(int& device, int& sm_count) {
 }
 
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false,
-          bool kTailSplit = false>
+          bool kTailSplit = false, int kCols = 0>
 cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
                    cudaStream_t stream) {
   using namespace wgmma;
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols>;
   using Loaded = typename Cfg::Loaded;
   const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor<Loaded>(p),
                                    typename Cfg::SmemLayoutA{}(_, _, 0),
@@ -45,10 +45,9 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
   const int64_t tiles =
       (p.B + Cfg::kBM - 1) / Cfg::kBM * ((p.K + Cfg::kBN - 1) / Cfg::kBN);
   const auto start = [&](const auto& tma_c) {
-    const auto kernel =
-        gather_linear_wgmma_kernel<T, kSplit, kPingpong, kClusterSplit,
-                                   kTailSplit, decltype(tma_a), decltype(tma_b),
-                                   std::decay_t<decltype(tma_c)>>;
+    const auto kernel = gather_linear_wgmma_kernel<
+        T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols, decltype(tma_a),
+        decltype(tma_b), std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
     static_assert(smem_bytes <= 227 * 1024, "a multiprocessor's opt-in share");
     if (const auto err = cudaFuncSetAttribute(
@@ -175,14 +174,16 @@ cudaError_t launch_float32(const GatherLinearParams<float>& p,
 template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
                          bool tf32_allowed, const WgmmaTail* tail,
-                         cudaStream_t stream) {
+                         int tile_cols, cudaStream_t stream) {
   if (tail != nullptr && route != Route::kWgmma) return cudaErrorInvalidValue;
   if constexpr (std::is_same_v<T, float>) {
-    if (route != Route::kWgmma) return cudaErrorNotSupported;
+    if (route != Route::kWgmma || tile_cols != 0) return cudaErrorNotSupported;
     return tf32_allowed ? launch_float32<false>(p, tail, stream)
                         : launch_float32<true>(p, tail, stream);
   } else {
-    if (tail != nullptr) return cudaErrorNotSupported;
+    if (tail != nullptr || (tile_cols != 0 && route != Route::kWgmma)) {
+      return cudaErrorNotSupported;
+    }
     if (route == Route::kWgmmaPingpong) {
       return launch<T, false, true>(p, nullptr, stream);
     }
@@ -192,18 +193,28 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
     if (route == Route::kWgmmaStationary) {
       return launch_stationary<T>(p, stream);
     }
-    return launch<T, false, false>(p, nullptr, stream);
+    switch (tile_cols) {
+      case 0:
+      case 256:
+        return launch<T, false, false>(p, nullptr, stream);
+      case 192:
+        return launch<T, false, false, false, false, 192>(p, nullptr, stream);
+      case 128:
+        return launch<T, false, false, false, false, 128>(p, nullptr, stream);
+      default:
+        return cudaErrorInvalidValue;
+    }
   }
 }
 
 template cudaError_t launch_wgmma<float>(const GatherLinearParams<float>&,
-                                         Route, bool, const WgmmaTail*,
+                                         Route, bool, const WgmmaTail*, int,
                                          cudaStream_t);
 template cudaError_t launch_wgmma<__half>(const GatherLinearParams<__half>&,
-                                          Route, bool, const WgmmaTail*,
+                                          Route, bool, const WgmmaTail*, int,
                                           cudaStream_t);
 template cudaError_t launch_wgmma<__nv_bfloat16>(
     const GatherLinearParams<__nv_bfloat16>&, Route, bool, const WgmmaTail*,
-    cudaStream_t);
+    int, cudaStream_t);
 
 }  // namespace fgl::cuda
