@@ -428,16 +428,20 @@ bool cublas_wins_half_decode(const Problem& p) {
          weight_bytes(p) > kMaxFusedWeightHalfTwoTiles;
 }
 
-// The columns of the Hopper tensor-core kernel's tiles for `p`: 128 for
-// float32's three-product split, 256 for the others.
+// The columns of the Hopper tensor-core kernel's instance's own tiles for
+// `p`: float32's three-product split takes 128, the others 256.
 int64_t wgmma_tile_cols(const Problem& p) {
   const bool split = p.element_size == 4 && !p.tf32_allowed;
   return split ? kWgmmaSplitTileCols : kWgmmaTileCols;
 }
 
-// Tiles of out the Hopper tensor-core kernel covers `p` with.
+// Tiles of out the Hopper tensor-core kernel covers `p` with, `cols`
+// columns wide, and in its instance's own width.
+int64_t wgmma_tiles(const Problem& p, int64_t cols) {
+  return ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, cols);
+}
 int64_t wgmma_tiles(const Problem& p) {
-  return ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, wgmma_tile_cols(p));
+  return wgmma_tiles(p, wgmma_tile_cols(p));
 }
 
 // The share of the rounds, in percent and rounded down, that a persistent
@@ -455,7 +459,7 @@ int wgmma_half_tile_cols(const Problem& p) {
   int best = 0;
   int64_t best_cost = 0;
   for (const int cols : kWgmmaHalfTileCols) {
-    const int64_t tiles = ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, cols);
+    const int64_t tiles = wgmma_tiles(p, cols);
     const int64_t blocks =
         std::max<int64_t>(1, std::min<int64_t>(tiles, p.sm_count));
     const int64_t cost = ceil_div(tiles, blocks) * cols;
@@ -483,9 +487,8 @@ bool wgmma_wins(const Problem& p) {
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes &&
-         idle_percent(ceil_div(p.B, kWgmmaTileRows) *
-                          ceil_div(p.K, wgmma_half_tile_cols(p)),
-                      p.sm_count) <= kMaxWgmmaHalfIdlePercent;
+         idle_percent(wgmma_tiles(p, wgmma_half_tile_cols(p)), p.sm_count) <=
+             kMaxWgmmaHalfIdlePercent;
 }
 
 // The measured table's verdict for float32's three TF32 products over the
