@@ -280,19 +280,6 @@ TEST(TensorCoreKernel, IsExactAndDeterministic) {
   }
 }
 
-// The half types' shared tiles in each width wgmma_half_tile_cols() picks on
-// 132 multiprocessors (KernelChoice.HalfTypesTilesFillTheGridsRounds): 132
-// tiles of 256 columns stored by the copy engine, 132 of 192 over H = 40
-// with K a multiple of 4 only (stored from registers), and 128 with K odd.
-TEST(TensorCoreKernel, IsExactInEachHalfTileWidth) {
-  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  const std::vector<Shape> shapes = {
-      {2, 1408, 64, 3072}, {3, 1400, 40, 2300}, {1, 130, 128, 257}};
-  const auto taken =
-      expect_exact_and_deterministic(cuda::Route::kWgmma, shapes);
-  if (routes_as_measured()) EXPECT_EQ(taken, shapes);
-}
-
 // Allows TF32 in float32 matmuls (at::globalContext()) while it lives.
 class ScopedTf32 {
  public:
@@ -363,74 +350,95 @@ TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
   }
 }
 
+// One pass's shared tiles in each width wgmma_fitted_tile_cols() picks on
+// 132 multiprocessors (KernelChoice.OnePassTilesFillTheGridsRounds): 132
+// tiles of 256 columns, 132 of 192 over H = 40 and 128 with K odd (stored
+// from registers; at K = 2300 too in the half types, whose rows are not
+// 16-byte aligned there). The half types exact and deterministic (float32
+// there takes its three products' own tiles), then float32 under TF32 to
+// the TF32-rounded operands' sum, the same bits twice.
+TEST(TensorCoreKernel, IsExactInEachFittedTileWidth) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const std::vector<Shape> shapes = {
+      {2, 1408, 64, 3072}, {3, 1400, 40, 2300}, {1, 130, 128, 257}};
+  const auto taken =
+      expect_exact_and_deterministic(cuda::Route::kWgmma, shapes);
+  if (routes_as_measured()) EXPECT_EQ(taken, shapes);
+  if (!runs_tensor_core_kernel()) return;
+  const at::Device dev(at::kCUDA, 0);
+  const ScopedRoute forced(cuda::Route::kWgmma);
+  const ScopedTf32 tf32(true);
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << s << " TF32");
+    const auto x = random_tensor({s.R, s.B, s.H}, at::kFloat, dev);
+    const auto w = random_tensor({s.K, s.R * s.H}, at::kFloat, dev);
+    const auto b = random_tensor({s.K}, at::kFloat, dev);
+    EXPECT_EQ(gather_linear_route(x, w, b), "wgmma");
+    auto first = at::full({s.B, s.K}, NAN, x.options());
+    gather_linear_out(first, x, w, b);
+    auto second = at::full_like(first, NAN);
+    gather_linear_out(second, x, w, b);
+    EXPECT_TRUE(at::equal(first, second));
+    EXPECT_TRUE(matches_reference(
+        first, reference_gather_linear(round_to_tf32(x), round_to_tf32(w), b),
+        4 * reference_gather_linear(x.abs(), w.abs(), b.abs())));
+  }
+}
+
 // The Hopper kernel's default schedule with the last round of tiles cut
-// along their steps (ops/cuda/tile_schedule.h), in float32: its three
-// products in 128 x 128 tiles (23,1536,128,1536: 144 tiles, 12 of them cut
-// over all 132 blocks, 8 or 9 of their 92 steps a block, so about 11
+// along their steps (ops/cuda/tile_schedule.h), in float32's three
+// products over 128 x 128 tiles (23,1536,128,1536: 144 tiles, 12 of them
+// cut over all 132 blocks, 8 or 9 of their 92 steps a block, so about 11
 // blocks add up each tile; 30,1500,96,1537: 156 tiles, 24 cut, rows and
 // columns past B and K in the last tiles, K odd; 23,4096,128,1280: 320, 56
-// cut), TF32's one pass in 128 x 256 tiles (23,4096,128,1280: 160 tiles, 28
-// cut; 31,3000,96,1900: 192, 60 cut, H not a multiple of the step), and
-// shapes dealt whole between them. Out is the same bits call to call
-// whichever block arrives last at a tile, close to float64 (TF32: to the
-// TF32-rounded operands' sum), with and without bias and with x permuted
-// in memory; the calls between two calls of a shape leave no arrival
-// counts behind.
+// cut; 31,3000,96,1900, H not a multiple of the step, and 32,1024,128,1100
+// dealt whole). Out is the same bits call to call whichever block arrives
+// last at a tile, close to float64, with and without bias and with x
+// permuted in memory; the calls between two calls of a shape leave no
+// arrival counts behind.
 TEST(TensorCoreKernel, CutsTheLastRoundOfItsTilesExactly) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const at::Device dev(at::kCUDA, 0);
   const ScopedRoute forced(cuda::Route::kWgmma);
+  const ScopedTf32 tf32(false);
   const std::vector<Shape> shapes = {{23, 1536, 128, 1536},
                                      {30, 1500, 96, 1537},
                                      {23, 4096, 128, 1280},
                                      {31, 3000, 96, 1900},
                                      {32, 1024, 128, 1100}};
-  for (const bool tf32 : {false, true}) {
-    // Elsewhere TF32 takes cuBLAS's one pass, not float32-accurate.
-    if (tf32 && !runs_tensor_core_kernel()) continue;
-    SCOPED_TRACE(tf32 ? "TF32" : "float32");
-    const ScopedTf32 allowed(tf32);
-    std::vector<at::Tensor> firsts;
-    std::vector<std::array<at::Tensor, 3>> inputs;
-    for (const Shape& s : shapes) {
-      SCOPED_TRACE(::testing::Message() << s);
-      // x laid out (B, R, H) in memory and seen as (R, B, H).
-      const auto x =
-          random_tensor({s.B, s.R, s.H}, at::kFloat, dev).permute({1, 0, 2});
-      const auto w = random_tensor({s.K, s.R * s.H}, at::kFloat, dev);
-      const auto b = random_tensor({s.K}, at::kFloat, dev);
-      if (runs_tensor_core_kernel()) {
-        EXPECT_EQ(gather_linear_route(x, w, b), "wgmma");
-      }
-      // One float64 reference a shape (on the CPU), without the bias and
-      // with it added. TF32's one pass: the sum of the TF32-rounded
-      // operands, to four times the rounding bound (its tensor cores' adds
-      // truncate).
-      const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
-      const auto unbiased_ref =
-          tf32 ? reference_gather_linear(round_to_tf32(x), round_to_tf32(w),
-                                         std::nullopt)
-               : reference_gather_linear(x, w, std::nullopt);
-      const auto bound = tf32 ? 4 * ref_abs : ref_abs;
-      const auto first = gather_linear(x, w, b);
-      EXPECT_TRUE(matches_reference(
-          first, unbiased_ref + b.cpu().to(at::kDouble), bound));
-      auto unbiased = at::full({s.B, s.K}, NAN, x.options());
-      gather_linear_out(unbiased, x, w, std::nullopt);
-      EXPECT_TRUE(matches_reference(unbiased, unbiased_ref, bound));
-      firsts.push_back(first);
-      inputs.push_back({x, w, b});
+  std::vector<at::Tensor> firsts;
+  std::vector<std::array<at::Tensor, 3>> inputs;
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << s);
+    // x laid out (B, R, H) in memory and seen as (R, B, H).
+    const auto x =
+        random_tensor({s.B, s.R, s.H}, at::kFloat, dev).permute({1, 0, 2});
+    const auto w = random_tensor({s.K, s.R * s.H}, at::kFloat, dev);
+    const auto b = random_tensor({s.K}, at::kFloat, dev);
+    if (runs_tensor_core_kernel()) {
+      EXPECT_EQ(gather_linear_route(x, w, b), "wgmma");
     }
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      SCOPED_TRACE(::testing::Message() << shapes[i] << ", again");
-      auto again = at::full_like(firsts[i], NAN);
-      gather_linear_out(again, inputs[i][0], inputs[i][1], inputs[i][2]);
-      EXPECT_TRUE(at::equal(firsts[i], again));
-    }
+    // One float64 reference a shape (on the CPU), without the bias and
+    // with it added.
+    const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
+    const auto unbiased_ref = reference_gather_linear(x, w, std::nullopt);
+    const auto first = gather_linear(x, w, b);
+    EXPECT_TRUE(matches_reference(first, unbiased_ref + b.cpu().to(at::kDouble),
+                                  ref_abs));
+    auto unbiased = at::full({s.B, s.K}, NAN, x.options());
+    gather_linear_out(unbiased, x, w, std::nullopt);
+    EXPECT_TRUE(matches_reference(unbiased, unbiased_ref, ref_abs));
+    firsts.push_back(first);
+    inputs.push_back({x, w, b});
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << shapes[i] << ", again");
+    auto again = at::full_like(firsts[i], NAN);
+    gather_linear_out(again, inputs[i][0], inputs[i][1], inputs[i][2]);
+    EXPECT_TRUE(at::equal(firsts[i], again));
   }
   // NaN and Inf in float32's cut tiles (rows 1408 on at 23,1536,128,1536):
   // the blocks' sums of them added, then recomputed in order where NaN.
-  const ScopedTf32 tf32(false);
   auto x = random_tensor({23, 1536, 128}, at::kFloat, dev);
   auto w = random_tensor({1536, 23 * 128}, at::kFloat, dev);
   x[5][1500][7] = NAN;                                    // row 1500

@@ -645,8 +645,8 @@ void expect_route(std::initializer_list<Shape> shapes, int element_size,
 // float32's tiles over the 132 multiprocessors (tile_schedule.h) where
 // whole tiles would leave many blocks idle: the three products in 128 x 128
 // tiles of 32-float steps where at least 10% of the blocks' rounds would
-// be idle, TF32's one pass in 128 x 256 tiles at 25%, tiles of at least 64
-// steps. The half types and its other schedules deal every tile whole.
+// be idle, tiles of at least 64 steps. One pass (half types, TF32) and its
+// other schedules deal every tile whole.
 TEST(KernelChoice, TensorCoreKernelCutsTheLastRoundOfItsTiles) {
   const Problem medium = h200_wgmma(23, 1536, 128, 1536, 4);
   const RouteChoice choice = choose(medium);
@@ -681,28 +681,17 @@ TEST(KernelChoice, TensorCoreKernelCutsTheLastRoundOfItsTiles) {
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(32, 1280, 128, 1280, 4)));
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(4, 1408, 128, 2304, 4)));
   EXPECT_FALSE(plan_wgmma_tail(h200_wgmma(16, 256, 128, 9088, 4)));
-  // TF32's 128 x 256 tiles: 288 at 32,2304,128,4096 (27% idle), 24 cut;
-  // 320 at 32,4096,128,2560 (19%) and 512 at the prefill (3%) whole.
+  // One pass: none, at any idle share (288 tiles of 128 x 256 at
+  // 32,2304,128,4096 leave 27% of three rounds idle).
+  const Problem half = h200_wgmma(32, 2304, 128, 4096, 2);
   auto tf32 = h200_wgmma(32, 2304, 128, 4096, 4);
   tf32.tf32_allowed = true;
-  const auto plan = plan_wgmma_tail(tf32);
-  ASSERT_TRUE(plan.has_value());
-  EXPECT_EQ(plan->layout.tail_tiles, 24);
-  EXPECT_EQ(plan->layout.whole_tiles, 264);
-  EXPECT_EQ(plan->layout.steps, 128);
-  EXPECT_EQ(plan->workspace_bytes,
-            tile_schedule::workspace_bytes(plan->layout, 128 * 256));
-  for (const Problem& whole : {h200_wgmma(32, 4096, 128, 2560, 4), prefill}) {
-    auto p = whole;
-    p.tf32_allowed = true;
-    EXPECT_FALSE(plan_wgmma_tail(p));
-  }
-  // The half types: none, at any idle share.
-  const Problem half = h200_wgmma(32, 2304, 128, 4096, 2);
   EXPECT_FALSE(plan_wgmma_tail(half));
+  EXPECT_FALSE(plan_wgmma_tail(tf32));
   // The policy's and the forced kWgmma route carry it; other routes do not.
   force_route(Route::kWgmma);
-  EXPECT_TRUE(choose(tf32).wgmma_tail.has_value());
+  EXPECT_TRUE(choose(medium).wgmma_tail.has_value());
+  EXPECT_FALSE(choose(tf32).wgmma_tail.has_value());
   EXPECT_FALSE(choose(half).wgmma_tail.has_value());
   force_route(Route::kCublasCat);
   EXPECT_FALSE(choose(medium).wgmma_tail.has_value());
@@ -793,8 +782,9 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   EXPECT_TRUE(wgmma_stationary_asks_l2_first(128, 15 * 128, 132));
 }
 
-TEST(KernelChoice, HalfTypesTilesFillTheGridsRounds) {
-  // Rounds of tiles times width, over 132 blocks.
+TEST(KernelChoice, OnePassTilesFillTheGridsRounds) {
+  // Rounds of tiles times width, over 132 blocks, alike for every one-pass
+  // type.
   struct Case {
     int64_t R, B, H, K;
     int cols;
@@ -810,12 +800,18 @@ TEST(KernelChoice, HalfTypesTilesFillTheGridsRounds) {
            {3, 1400, 40, 2300, 192},
            {1, 130, 128, 257, 128},
            {1, 1, 8, 8, 128}}) {
-    EXPECT_EQ(wgmma_half_tile_cols(h200_wgmma(c.R, c.B, c.H, c.K, 2)), c.cols)
+    EXPECT_EQ(wgmma_fitted_tile_cols(h200_wgmma(c.R, c.B, c.H, c.K, 2)), c.cols)
         << c.R << "," << c.B << "," << c.H << "," << c.K;
   }
-  // The kWgmma route carries the width for the half types alone.
+  // The kWgmma route carries a narrower width for one pass (half types,
+  // TF32); 0 where that is the instance's own, and for float32's three
+  // products.
   force_route(Route::kWgmma);
+  auto tf32 = h200_wgmma(32, 2304, 128, 4096, 4);
+  tf32.tf32_allowed = true;
   EXPECT_EQ(choose(h200_wgmma(32, 2304, 128, 4096, 2)).wgmma_tile_cols, 192);
+  EXPECT_EQ(choose(tf32).wgmma_tile_cols, 192);
+  EXPECT_EQ(choose(h200_wgmma(32, 4096, 128, 4096, 2)).wgmma_tile_cols, 0);
   EXPECT_EQ(choose(h200_wgmma(32, 2304, 128, 4096, 4)).wgmma_tile_cols, 0);
   force_route(Route::kWgmmaPingpong);
   EXPECT_EQ(choose(h200_wgmma(32, 256, 128, 4096, 2)).wgmma_tile_cols, 0);

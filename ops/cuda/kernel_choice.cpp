@@ -155,9 +155,9 @@ constexpr int64_t kStreamOverWarpMmaWeightHalfLarge = int64_t{32} << 20;
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
 constexpr int64_t kWgmmaSplitTileCols = 128;
-// The half types' widths, widest first (wgmma_half_tile_cols): narrower
-// tiles fill the grid's rounds where 256 columns would leave many idle.
-constexpr int kWgmmaHalfTileCols[] = {256, 192, 128};
+// One pass's widths, widest first (wgmma_fitted_tile_cols): narrower tiles
+// fill the grid's rounds where 256 columns would leave many idle.
+constexpr int kWgmmaFittedTileCols[] = {256, 192, 128};
 // Its contraction steps (128 bytes of each row), and the fewest a block's
 // share of a tail split (tile_schedule.h) takes: writing a piece's sums (a
 // tile's float32 sums, 64 or 128 KB) and adding them is then a small part
@@ -166,11 +166,11 @@ constexpr int64_t kWgmmaStepBytes = 128;
 constexpr int kMinWgmmaTailSteps = 8;
 // Where the tail split beat dealing every tile whole on the H200
 // (bench/NOTES.md, "v49"): float32's three products where whole tiles
-// leave at least 10% of the blocks' rounds idle, TF32's one pass at 25%,
-// tiles of at least 64 steps. Below, the pieces' sums cost more than the
-// idle blocks give back; the half types' short tiles never gained.
-constexpr int64_t kMinWgmmaTailIdlePercentSplit = 10;
-constexpr int64_t kMinWgmmaTailIdlePercentTf32 = 25;
+// leave at least 10% of the blocks' rounds idle, tiles of at least 64
+// steps. Below, the pieces' sums cost more than the idle blocks give back;
+// the half types' short tiles never gained, and one pass (half types,
+// TF32) fits narrower tiles to the rounds instead ("v52").
+constexpr int64_t kMinWgmmaTailIdlePercent = 10;
 constexpr int64_t kMinWgmmaTailTileSteps = 64;
 // Its cluster split: 128 x 128 tiles too (twice the clusters a 128 x 256
 // tile would give), each block keeping at least the ring's 4 stages of a
@@ -216,9 +216,9 @@ constexpr int64_t kMaxClusterSplitKTwoRowTiles = 1536;
 // long contraction), and a weight that stays in L2 while the tiles in
 // flight, spread along K, read it. At K = 16384 it lost with 16 MiB of
 // weight too (v21), so K stays within what won.
-// Nor where its tiles leave more than a quarter of the blocks' rounds
-// idle ("v49b": 32,2304,128,4096, 288 tiles, 27% idle, 0.83x; 25% and less
-// 0.97-1.13x).
+// Nor where its tiles, in the width fitted to the grid, leave more than a
+// quarter of the blocks' rounds idle ("v49b": 32,2304,128,4096 in 288
+// tiles of 256 columns, 27% idle, 0.83x; 25% and less 0.97-1.13x).
 constexpr int64_t kMinWgmmaTiles = 256;
 constexpr int64_t kMaxWgmmaWeightBytes = int64_t{32} << 20;
 constexpr int64_t kMaxWgmmaHalfK = 4096;
@@ -428,20 +428,15 @@ bool cublas_wins_half_decode(const Problem& p) {
          weight_bytes(p) > kMaxFusedWeightHalfTwoTiles;
 }
 
-// The columns of the Hopper tensor-core kernel's instance's own tiles for
-// `p`: float32's three-product split takes 128, the others 256.
-int64_t wgmma_tile_cols(const Problem& p) {
-  const bool split = p.element_size == 4 && !p.tf32_allowed;
-  return split ? kWgmmaSplitTileCols : kWgmmaTileCols;
-}
-
 // Tiles of out the Hopper tensor-core kernel covers `p` with, `cols`
-// columns wide, and in its instance's own width.
+// columns wide, and in its instance's own width: 128 for float32's
+// three-product split, 256 for the others.
 int64_t wgmma_tiles(const Problem& p, int64_t cols) {
   return ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, cols);
 }
 int64_t wgmma_tiles(const Problem& p) {
-  return wgmma_tiles(p, wgmma_tile_cols(p));
+  const bool split = p.element_size == 4 && !p.tf32_allowed;
+  return wgmma_tiles(p, split ? kWgmmaSplitTileCols : kWgmmaTileCols);
 }
 
 // The share of the rounds, in percent and rounded down, that a persistent
@@ -455,10 +450,10 @@ int64_t idle_percent(int64_t tiles, int sm_count) {
 
 }  // namespace
 
-int wgmma_half_tile_cols(const Problem& p) {
+int wgmma_fitted_tile_cols(const Problem& p) {
   int best = 0;
   int64_t best_cost = 0;
-  for (const int cols : kWgmmaHalfTileCols) {
+  for (const int cols : kWgmmaFittedTileCols) {
     const int64_t tiles = wgmma_tiles(p, cols);
     const int64_t blocks =
         std::max<int64_t>(1, std::min<int64_t>(tiles, p.sm_count));
@@ -487,7 +482,7 @@ bool wgmma_wins(const Problem& p) {
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes &&
-         idle_percent(wgmma_tiles(p, wgmma_half_tile_cols(p)), p.sm_count) <=
+         idle_percent(wgmma_tiles(p, wgmma_fitted_tile_cols(p)), p.sm_count) <=
              kMaxWgmmaHalfIdlePercent;
 }
 
@@ -576,12 +571,18 @@ RouteChoice taking(const StreamPlan& plan) {
   choice.stream = plan;
   return choice;
 }
-// The Hopper tensor-core kernel's default schedule, with its tail split
-// where it cuts one.
+// The Hopper tensor-core kernel's default schedule: one pass (half types,
+// TF32) in narrower tiles where those fit the grid's rounds better,
+// float32's three products with their tail split where it cuts one.
 RouteChoice taking_wgmma(const Problem& p) {
   RouteChoice choice = taking(Route::kWgmma);
-  choice.wgmma_tail = plan_wgmma_tail(p);
-  if (p.element_size == 2) choice.wgmma_tile_cols = wgmma_half_tile_cols(p);
+  if (p.element_size == 2 || p.tf32_allowed) {
+    if (const int cols = wgmma_fitted_tile_cols(p); cols != kWgmmaTileCols) {
+      choice.wgmma_tile_cols = cols;
+    }
+  } else {
+    choice.wgmma_tail = plan_wgmma_tail(p);
+  }
   return choice;
 }
 
@@ -841,7 +842,7 @@ bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
 }
 
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
-  if (p.element_size != 4) return std::nullopt;
+  if (p.element_size != 4 || p.tf32_allowed) return std::nullopt;
   const int64_t tiles = wgmma_tiles(p);
   const int64_t steps = ceil_div(p.H, kWgmmaStepBytes / 4) * p.R;
   // The kernel counts a block's shares past its last tile by the grid.
@@ -849,16 +850,16 @@ std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
       steps > INT32_MAX || steps < kMinWgmmaTailTileSteps) {
     return std::nullopt;
   }
-  const int64_t least_idle = p.tf32_allowed ? kMinWgmmaTailIdlePercentTf32
-                                            : kMinWgmmaTailIdlePercentSplit;
-  if (idle_percent(tiles, p.sm_count) < least_idle) return std::nullopt;
+  if (idle_percent(tiles, p.sm_count) < kMinWgmmaTailIdlePercent) {
+    return std::nullopt;
+  }
   const int blocks = static_cast<int>(std::min<int64_t>(tiles, p.sm_count));
   WgmmaTailPlan plan;
   plan.layout = tile_schedule::plan(tiles, static_cast<int>(steps), blocks,
                                     kMinWgmmaTailSteps);
   if (plan.layout.tail_tiles == 0) return std::nullopt;
   plan.workspace_bytes = tile_schedule::workspace_bytes(
-      plan.layout, kWgmmaTileRows * wgmma_tile_cols(p));
+      plan.layout, kWgmmaTileRows * kWgmmaSplitTileCols);
   return plan;
 }
 

@@ -178,21 +178,23 @@ struct WgmmaTailPlan {
   int64_t workspace_bytes = 0;  // tile_schedule::workspace_bytes
 };
 
-/// The tail split for float32's `p`, which that schedule can take
-/// (can_run_wgmma(p)), or nullopt where its tiles are short, fill whole
-/// rounds of the grid or nearly fill the last, or where the last round's
-/// would give each block only a few steps.
+/// The tail split for float32's `p` in three products (TF32 not allowed),
+/// which that schedule can take (can_run_wgmma(p)), or nullopt where its
+/// tiles are short, fill whole rounds of the grid or nearly fill the last,
+/// or where the last round's would give each block only a few steps.
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p);
 
 /// The output columns of the Hopper kernel's default-schedule tiles (128
-/// rows each) for the half types' `p`: of 256, 192 and 128, the width whose
-/// rounds of tiles over a persistent grid of `p.sm_count` blocks take the
-/// least time (rounds times width), the widest where they tie.
-int wgmma_half_tile_cols(const Problem& p);
+/// rows each) for one pass over `p` (half types, TF32): of 256, 192 and
+/// 128, the width whose rounds of tiles over a persistent grid of
+/// `p.sm_count` blocks take the least time (rounds times width), the widest
+/// where they tie.
+int wgmma_fitted_tile_cols(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
-/// kStream, and for kWgmma its tail split where it has one and the half
-/// types' tile width (0: the instance's own).
+/// kStream, and for kWgmma its tail split where it has one or its one
+/// pass's narrower tiles where they fit the grid better (0: the instance's
+/// own width).
 struct RouteChoice {
   Route route = Route::kCublasCat;
   std::optional<WarpDotPlan> warp_dot;

@@ -63,8 +63,9 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 /// through distributed shared memory (half types, shared tiles).
 /// kTailSplit: the last round of shared tiles cut along their steps over
 /// every block (tile_schedule.h), where whole tiles would leave blocks idle
-/// (float32). kCols: the half types' shared tiles' output columns, 0 for
-/// the schedule's own (kernel_choice.h's wgmma_half_tile_cols chooses).
+/// (float32's three products). kCols: the output columns of one pass's shared
+/// tiles (half types, TF32), 0 for the schedule's own (kernel_choice.h's
+/// wgmma_fitted_tile_cols chooses).
 template <typename T, bool kSplit = false, bool kPingpong_ = false,
           bool kClusterSplit_ = false, bool kTailSplit_ = false, int kCols = 0>
 struct Config {
@@ -73,13 +74,11 @@ struct Config {
   static_assert(!kClusterSplit_ ||
                     (!kSplit && !kPingpong_ && !std::is_same_v<T, float>),
                 "the cluster split: half types, shared tiles");
-  static_assert(!kTailSplit_ || (std::is_same_v<T, float> && !kPingpong_ &&
-                                 !kClusterSplit_),
-                "the tail split: float32, shared tiles, a block a tile");
-  static_assert(kCols == 0 ||
-                    (!std::is_same_v<T, float> && !kPingpong_ &&
-                     !kClusterSplit_ && kCols % 64 == 0 && kCols <= 256),
-                "other widths: the half types' shared tiles, whole pieces");
+  static_assert(!kTailSplit_ || kSplit,
+                "the tail split: float32's three products");
+  static_assert(kCols == 0 || (!kSplit && !kPingpong_ && !kClusterSplit_ &&
+                               !kTailSplit_ && kCols % 64 == 0 && kCols <= 256),
+                "other widths: one pass over shared tiles dealt whole");
   static constexpr bool kSplitTf32 = kSplit;
   static constexpr bool kPingpong = kPingpong_;
   static constexpr bool kClusterSplit = kClusterSplit_;

@@ -18,18 +18,18 @@
 //
 // A persistent block per multiprocessor takes 128 x 256 tiles of out in
 // turn (128 x 128 for float32's split, whose two register sets need the
-// room; the half types' 192 or 128 columns where those fill the grid's
-// rounds better, kernel_choice.h): a producer warp group issues the copies into
-// a ring of kStages stages (an mbarrier pipeline), two consumer warp groups
-// multiply with wgmma (64 x 256 or 64 x 128 each, float32 accumulators), add
-// the bias in float32, round once to T and hand the tile back through shared
-// memory to TMA stores, while the producer already fills the next tile's stages
+// room; one pass's 192 or 128 columns where those fill the grid's rounds
+// better, kernel_choice.h): a producer warp group issues the copies into a
+// ring of kStages stages (an mbarrier pipeline), two consumer warp groups
+// multiply with wgmma (64 x kBN each, float32 accumulators), add the bias
+// in float32, round once to T and hand the tile back through shared memory
+// to TMA stores, while the producer already fills the next tile's stages
 // and a warp of the producer's group reads the next tile's bias. In the
-// ping-pong schedule (half types) each consumer warp group takes 64 x 256 tiles
-// of its own instead, the two in turn, so that one's epilogue overlaps the
-// other's multiplies. In the cluster split (half types, for few tiles with
-// long contractions) the blocks of a thread-block cluster take the same
-// 128 x 128 tiles, each its share of the (h-tile, r) steps, and add their
+// ping-pong schedule (half types) each consumer warp group takes 64 x 256
+// tiles of its own instead, the two in turn, so that one's epilogue
+// overlaps the other's multiplies. In the cluster split (half types, for few
+// tiles with long contractions) the blocks of a thread-block cluster take the
+// same 128 x 128 tiles, each its share of the (h-tile, r) steps, and add their
 // float32 sums in split order through distributed shared memory
 // (wgmma_epilogue.cuh). The tiles and shared memory are in
 // wgmma_config.cuh.

@@ -159,14 +159,22 @@ cudaError_t launch_stationary(const GatherLinearParams<T>& p,
   return start(NoTmaStore{});
 }
 
-// float32's shared tiles, as three TF32 products (kSplit) or one pass, the
-// last round cut along its steps where `tail` plans it.
-template <bool kSplit>
-cudaError_t launch_float32(const GatherLinearParams<float>& p,
-                           const WgmmaTail* tail, cudaStream_t stream) {
-  return tail != nullptr
-             ? launch<float, kSplit, false, false, true>(p, tail, stream)
-             : launch<float, kSplit, false>(p, nullptr, stream);
+// One pass over shared tiles dealt whole (half types, TF32), `cols` output
+// columns wide (0: the schedule's own).
+template <typename T>
+cudaError_t launch_fitted(const GatherLinearParams<T>& p, int cols,
+                          cudaStream_t stream) {
+  switch (cols) {
+    case 0:
+    case 256:
+      return launch<T, false, false>(p, nullptr, stream);
+    case 192:
+      return launch<T, false, false, false, false, 192>(p, nullptr, stream);
+    case 128:
+      return launch<T, false, false, false, false, 128>(p, nullptr, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace
@@ -175,15 +183,23 @@ template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
                          bool tf32_allowed, const WgmmaTail* tail,
                          int tile_cols, cudaStream_t stream) {
-  if (tail != nullptr && route != Route::kWgmma) return cudaErrorInvalidValue;
+  if ((tail != nullptr || tile_cols != 0) && route != Route::kWgmma) {
+    return cudaErrorInvalidValue;
+  }
+  const bool split = std::is_same_v<T, float> && !tf32_allowed;
+  // The tail split is the three products', narrower tiles one pass's.
+  if (tail != nullptr ? !split : split && tile_cols != 0) {
+    return cudaErrorNotSupported;
+  }
   if constexpr (std::is_same_v<T, float>) {
-    if (route != Route::kWgmma || tile_cols != 0) return cudaErrorNotSupported;
-    return tf32_allowed ? launch_float32<false>(p, tail, stream)
-                        : launch_float32<true>(p, tail, stream);
-  } else {
-    if (tail != nullptr || (tile_cols != 0 && route != Route::kWgmma)) {
-      return cudaErrorNotSupported;
+    if (route != Route::kWgmma) return cudaErrorNotSupported;
+    if (split) {
+      return tail != nullptr
+                 ? launch<float, true, false, false, true>(p, tail, stream)
+                 : launch<float, true, false>(p, nullptr, stream);
     }
+    return launch_fitted(p, tile_cols, stream);
+  } else {
     if (route == Route::kWgmmaPingpong) {
       return launch<T, false, true>(p, nullptr, stream);
     }
@@ -193,17 +209,7 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
     if (route == Route::kWgmmaStationary) {
       return launch_stationary<T>(p, stream);
     }
-    switch (tile_cols) {
-      case 0:
-      case 256:
-        return launch<T, false, false>(p, nullptr, stream);
-      case 192:
-        return launch<T, false, false, false, false, 192>(p, nullptr, stream);
-      case 128:
-        return launch<T, false, false, false, false, 128>(p, nullptr, stream);
-      default:
-        return cudaErrorInvalidValue;
-    }
+    return launch_fitted(p, tile_cols, stream);
   }
 }
 
