@@ -63,9 +63,9 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 /// through distributed shared memory (half types, shared tiles).
 /// kTailSplit: the last round of shared tiles cut along their steps over
 /// every block (tile_schedule.h), where whole tiles would leave blocks idle
-/// (float32's three products). kCols: the output columns of one pass's shared
-/// tiles (half types, TF32), 0 for the schedule's own (kernel_choice.h's
-/// wgmma_fitted_tile_cols chooses).
+/// (float32's three products). kCols: the output columns of one pass's
+/// shared tiles (half types, TF32), 0 for the schedule's own
+/// (kernel_choice.h's wgmma_fitted_tile_cols chooses).
 template <typename T, bool kSplit = false, bool kPingpong_ = false,
           bool kClusterSplit_ = false, bool kTailSplit_ = false, int kCols = 0>
 struct Config {

@@ -27,11 +27,11 @@
 // and a warp of the producer's group reads the next tile's bias. In the
 // ping-pong schedule (half types) each consumer warp group takes 64 x 256
 // tiles of its own instead, the two in turn, so that one's epilogue
-// overlaps the other's multiplies. In the cluster split (half types, for few
-// tiles with long contractions) the blocks of a thread-block cluster take the
-// same 128 x 128 tiles, each its share of the (h-tile, r) steps, and add their
-// float32 sums in split order through distributed shared memory
-// (wgmma_epilogue.cuh). The tiles and shared memory are in
+// overlaps the other's multiplies. In the cluster split (half types, for
+// few tiles with long contractions) the blocks of a thread-block cluster
+// take the same 128 x 128 tiles, each its share of the (h-tile, r) steps,
+// and add their float32 sums in split order through distributed shared
+// memory (wgmma_epilogue.cuh). The tiles and shared memory are in
 // wgmma_config.cuh.
 #pragma once
 
