@@ -352,11 +352,11 @@ TEST(TensorCoreKernel, MultipliesFloat32AsTf32OnlyWhereAllowed) {
 
 // One pass's shared tiles in each width wgmma_fitted_tile_cols() picks on
 // 132 multiprocessors (KernelChoice.OnePassTilesFillTheGridsRounds): 132
-// tiles of 256 columns, 132 of 192 over H = 40 and 128 with K odd (stored
-// from registers; at K = 2300 too in the half types, whose rows are not
-// 16-byte aligned there). The half types exact and deterministic (float32
-// there takes its three products' own tiles), then float32 under TF32 to
-// the TF32-rounded operands' sum, the same bits twice.
+// tiles of 256 columns, 132 of 192 over H = 40 and 4 of 192 with K odd
+// (stored from registers; at K = 2300 too in the half types, whose rows
+// are not 16-byte aligned there). The half types exact and deterministic
+// (float32 there takes its three products' own tiles), then float32 under TF32
+// to the TF32-rounded operands' sum, the same bits twice.
 TEST(TensorCoreKernel, IsExactInEachFittedTileWidth) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const std::vector<Shape> shapes = {

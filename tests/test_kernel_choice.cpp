@@ -790,16 +790,16 @@ TEST(KernelChoice, OnePassTilesFillTheGridsRounds) {
     int cols;
   };
   for (const Case& c : std::vector<Case>{
-           {32, 2304, 128, 4096, 192},  // 3 x 192 < 5 x 128 < 3 x 256
-           {32, 4096, 128, 2560, 128},  // 5 x 128 < 3 x 256 = 4 x 192
-           {32, 2816, 128, 3840, 128},
-           {32, 4096, 128, 4096, 256},  // 4 x 256 = 8 x 128: the widest
+           {32, 2304, 128, 4096, 192},  // 3 x 192 < 3 x 256
+           {32, 4096, 128, 2560, 256},  // 3 x 256 = 4 x 192: the widest
+           {32, 2816, 128, 3840, 256},
+           {32, 4096, 128, 4096, 256},  // 4 x 256 < 6 x 192
            {2, 1408, 64, 3072, 256},    // 132 tiles of 256: one round
            {2, 1408, 64, 2304, 192},    // 132 of 192: one round
-           {2, 1408, 64, 1408, 128},    // one round at every width
+           {2, 1408, 64, 1408, 192},    // one round at either width
            {3, 1400, 40, 2300, 192},
-           {1, 130, 128, 257, 128},
-           {1, 1, 8, 8, 128}}) {
+           {1, 130, 128, 257, 192},
+           {1, 1, 8, 8, 192}}) {
     EXPECT_EQ(wgmma_fitted_tile_cols(h200_wgmma(c.R, c.B, c.H, c.K, 2)), c.cols)
         << c.R << "," << c.B << "," << c.H << "," << c.K;
   }
@@ -823,8 +823,8 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // and more whose weight stays in L2.
   EXPECT_EQ(choose_route(h200_wgmma(32, 4096, 128, 4096, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2048, 128, 4096, 2)), Route::kWgmma);
-  // Up to a quarter of the rounds idle in the tiles' chosen width: 660 of
-  // 128 columns at 32,2816,128,3840 (0%), 396 of 192 at 32,2304,128,4096
+  // Up to a quarter of the rounds idle in the tiles' chosen width: 330 of
+  // 256 columns at 32,2816,128,3840 (16%), 396 of 192 at 32,2304,128,4096
   // (0%, where 256 columns leave 27%).
   EXPECT_EQ(choose_route(h200_wgmma(32, 2816, 128, 3840, 2)), Route::kWgmma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 2304, 128, 4096, 2)), Route::kWgmma);

@@ -18,8 +18,8 @@
 //
 // A persistent block per multiprocessor takes 128 x 256 tiles of out in
 // turn (128 x 128 for float32's split, whose two register sets need the
-// room; one pass's 192 or 128 columns where those fill the grid's rounds
-// better, kernel_choice.h): a producer warp group issues the copies into a
+// room; one pass's 192 columns where those fill the grid's rounds better,
+// kernel_choice.h): a producer warp group issues the copies into a
 // ring of kStages stages (an mbarrier pipeline), two consumer warp groups
 // multiply with wgmma (64 x kBN each, float32 accumulators), add the bias
 // in float32, round once to T and hand the tile back through shared memory

@@ -170,8 +170,6 @@ cudaError_t launch_fitted(const GatherLinearParams<T>& p, int cols,
       return launch<T, false, false>(p, nullptr, stream);
     case 192:
       return launch<T, false, false, false, false, 192>(p, nullptr, stream);
-    case 128:
-      return launch<T, false, false, false, false, 128>(p, nullptr, stream);
     default:
       return cudaErrorInvalidValue;
   }
