@@ -155,11 +155,17 @@ constexpr int64_t kStreamOverWarpMmaWeightHalfLarge = int64_t{32} << 20;
 constexpr int64_t kWgmmaTileRows = 128;
 constexpr int64_t kWgmmaTileCols = 256;
 constexpr int64_t kWgmmaSplitTileCols = 128;
-// One pass's widths, widest first (wgmma_fitted_tile_cols): 192 columns
-// fill the grid's rounds where 256 would leave many idle ("v52": 5-19%
-// faster where taken). 128-wide tiles ran 1.3x slower a column than 256
-// and lost wherever their rounds were chosen.
-constexpr int kWgmmaFittedTileCols[] = {256, 192};
+// One pass's widths, widest first, with the time a round of their tiles
+// takes, in percent of a column's share of a 256-wide round
+// (wgmma_fitted_tile_cols): 192-wide tiles ran 1.08-1.29x slower a column
+// ("v52"), and won 5-20% where they fill the grid's rounds that much
+// better. 128-wide tiles, 1.3x slower a column, lost wherever their
+// rounds were chosen.
+struct FittedTileCols {
+  int cols;
+  int64_t round_cost_percent;
+};
+constexpr FittedTileCols kWgmmaFittedTileCols[] = {{256, 100}, {192, 120}};
 // Its contraction steps (128 bytes of each row), and the fewest a block's
 // share of a tail split (tile_schedule.h) takes: writing a piece's sums (a
 // tile's float32 sums, 64 or 128 KB) and adding them is then a small part
@@ -218,9 +224,10 @@ constexpr int64_t kMaxClusterSplitKTwoRowTiles = 1536;
 // long contraction), and a weight that stays in L2 while the tiles in
 // flight, spread along K, read it. At K = 16384 it lost with 16 MiB of
 // weight too (v21), so K stays within what won.
-// Nor where its tiles, in the width fitted to the grid, leave more than a
-// quarter of the blocks' rounds idle ("v49b": 32,2304,128,4096 in 288
-// tiles of 256 columns, 27% idle, 0.83x; 25% and less 0.97-1.13x).
+// Nor where its 256-wide tiles leave more than a quarter of the blocks'
+// rounds idle ("v49b": 32,2304,128,4096, 288 tiles, 27% idle, 0.83x; 25%
+// and less 0.97-1.13x); 192-wide tiles, three full rounds there, lost too
+// ("v52", 0.87x).
 constexpr int64_t kMinWgmmaTiles = 256;
 constexpr int64_t kMaxWgmmaWeightBytes = int64_t{32} << 20;
 constexpr int64_t kMaxWgmmaHalfK = 4096;
@@ -455,11 +462,11 @@ int64_t idle_percent(int64_t tiles, int sm_count) {
 int wgmma_fitted_tile_cols(const Problem& p) {
   int best = 0;
   int64_t best_cost = 0;
-  for (const int cols : kWgmmaFittedTileCols) {
+  for (const auto [cols, round_cost_percent] : kWgmmaFittedTileCols) {
     const int64_t tiles = wgmma_tiles(p, cols);
     const int64_t blocks =
         std::max<int64_t>(1, std::min<int64_t>(tiles, p.sm_count));
-    const int64_t cost = ceil_div(tiles, blocks) * cols;
+    const int64_t cost = ceil_div(tiles, blocks) * cols * round_cost_percent;
     if (best == 0 || cost < best_cost) {
       best = cols;
       best_cost = cost;
@@ -484,8 +491,7 @@ bool wgmma_wins(const Problem& p) {
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes &&
-         idle_percent(wgmma_tiles(p, wgmma_fitted_tile_cols(p)), p.sm_count) <=
-             kMaxWgmmaHalfIdlePercent;
+         idle_percent(wgmma_tiles(p), p.sm_count) <= kMaxWgmmaHalfIdlePercent;
 }
 
 // The measured table's verdict for float32's three TF32 products over the

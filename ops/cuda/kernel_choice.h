@@ -187,8 +187,8 @@ std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p);
 /// The output columns of the Hopper kernel's default-schedule tiles (128
 /// rows each) for one pass over `p` (half types, TF32): of 256 and 192,
 /// the width whose rounds of tiles over a persistent grid of
-/// `p.sm_count` blocks take the least time (rounds times width), the widest
-/// where they tie.
+/// `p.sm_count` blocks take the least time (rounds times width times the
+/// width's measured cost a column), the widest where they tie.
 int wgmma_fitted_tile_cols(const Problem& p);
 
 /// A route, with the fused kernel's plan when it is kWarpDot, kWarpMma or
