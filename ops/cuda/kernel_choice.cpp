@@ -437,6 +437,12 @@ bool cublas_wins_half_decode(const Problem& p) {
          weight_bytes(p) > kMaxFusedWeightHalfTwoTiles;
 }
 
+// Whether the Hopper tensor-core kernel multiplies `p` as float32's three
+// TF32 products; else in one pass (half types, TF32).
+bool wgmma_three_products(const Problem& p) {
+  return p.element_size == 4 && !p.tf32_allowed;
+}
+
 // Tiles of out the Hopper tensor-core kernel covers `p` with, `cols`
 // columns wide, and in its instance's own width: 128 for float32's
 // three-product split, 256 for the others.
@@ -444,8 +450,8 @@ int64_t wgmma_tiles(const Problem& p, int64_t cols) {
   return ceil_div(p.B, kWgmmaTileRows) * ceil_div(p.K, cols);
 }
 int64_t wgmma_tiles(const Problem& p) {
-  const bool split = p.element_size == 4 && !p.tf32_allowed;
-  return wgmma_tiles(p, split ? kWgmmaSplitTileCols : kWgmmaTileCols);
+  return wgmma_tiles(
+      p, wgmma_three_products(p) ? kWgmmaSplitTileCols : kWgmmaTileCols);
 }
 
 // The share of the rounds, in percent and rounded down, that a persistent
@@ -502,7 +508,7 @@ bool wgmma_float_wins_over_row_tiles(const Problem& p) {
       C <= kMaxWgmmaSplitShortContraction
           ? p.B >= kMinWgmmaSplitRowsShort
           : C <= kMaxWgmmaSplitMidContraction && p.B >= kMinWgmmaSplitRowsMid;
-  return p.element_size == 4 && !p.tf32_allowed && rows_enough && wgmma_wins(p);
+  return wgmma_three_products(p) && rows_enough && wgmma_wins(p);
 }
 
 // Tiles of out the split schedule covers `p` with.
@@ -584,12 +590,11 @@ RouteChoice taking(const StreamPlan& plan) {
 // float32's three products with their tail split where it cuts one.
 RouteChoice taking_wgmma(const Problem& p) {
   RouteChoice choice = taking(Route::kWgmma);
-  if (p.element_size == 2 || p.tf32_allowed) {
-    if (const int cols = wgmma_fitted_tile_cols(p); cols != kWgmmaTileCols) {
-      choice.wgmma_tile_cols = cols;
-    }
-  } else {
+  if (wgmma_three_products(p)) {
     choice.wgmma_tail = plan_wgmma_tail(p);
+  } else if (const int cols = wgmma_fitted_tile_cols(p);
+             cols != kWgmmaTileCols) {
+    choice.wgmma_tile_cols = cols;
   }
   return choice;
 }
@@ -850,7 +855,7 @@ bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
 }
 
 std::optional<WgmmaTailPlan> plan_wgmma_tail(const Problem& p) {
-  if (p.element_size != 4 || p.tf32_allowed) return std::nullopt;
+  if (!wgmma_three_products(p)) return std::nullopt;
   const int64_t tiles = wgmma_tiles(p);
   const int64_t steps = ceil_div(p.H, kWgmmaStepBytes / 4) * p.R;
   // The kernel counts a block's shares past its last tile by the grid.
