@@ -136,9 +136,11 @@ if wants race; then
   # reports) under racecheck and initcheck, forced over a small shape it
   # takes: every schedule, out by plain stores (K = 300) and through the copy
   # engine (rows of 16-byte multiples); the cluster split's out four columns
-  # a store (K = 700) and one (K odd); the streaming kernel's copies of four
-  # stages (float32, 43,16,768,64) and its x in a slab (7,4,64,200 and
-  # 8,6,64,200).
+  # a store (K = 700) and one (K odd); tiles 192 wide whose last columns
+  # run past K, with a bias, under TF32 (1,130,128,257) and in float16
+  # (3,1400,40,2300); the streaming kernel's copies of four stages
+  # (float32, 43,16,768,64) and its x in a slab (7,4,64,200 and
+  # 8,6,64,200). A fourth field is a flag of fgl_bench's.
   bench="$FGL_BUILD_DIR/bench/fgl_bench"
   if [ -x "$bench" ]; then
     for run in wgmma:4,200,128,300:bfloat16 wgmma:4,200,128,300:float32 \
@@ -146,16 +148,19 @@ if wants race; then
                wgmma-split:16,130,128,700:bfloat16 \
                wgmma-split:16,130,128,701:bfloat16 \
                wgmma-stationary:2,333,64,72:float16 \
+               wgmma:1,130,128,257:float32:--allow-tf32 \
+               wgmma:3,1400,40,2300:float16 \
                stream:32,16,128,1024:bfloat16 stream:32,16,128,1024:float32 \
                stream:43,16,768,64:float32 stream:7,4,64,200:float32 \
                stream:8,6,64,200:bfloat16 \
                warp-mma:8,64,64,256:bfloat16 warp-dot:4,12,32,56:float32; do
-      IFS=: read -r route shape dtype <<<"$run"
+      IFS=: read -r route shape dtype flag <<<"$run"
       for tool in racecheck initcheck; do
         step race-init timeout 100 compute-sanitizer --tool "$tool" \
           --error-exitcode 9 "$bench" --device cuda --fgl-only \
           --route "$route" --shapes "$shape" --dtypes "$dtype" \
-          --rotate-mib 1 --calls-per-graph 1 --replays 1 --warmup 1
+          --rotate-mib 1 --calls-per-graph 1 --replays 1 --warmup 1 \
+          ${flag:+"$flag"}
       done
     done
   fi
