@@ -44,7 +44,7 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
   for (int i = 0; i < size(accum); i += 2) {
     const int m = get<0>(coords(i));
     const int n = get<1>(coords(i));
-    if (m >= p.B) continue;
+    if (m >= p.B || n >= p.K) continue;
     float v0 = settled<kSplit>(accum(i), p, m, n);
     float v1 = settled<kSplit>(accum(i + 1), p, m, n + 1);
     if (p.bias != nullptr) {
@@ -58,7 +58,7 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
       pair.y = from_acc<T>(v1);
       *reinterpret_cast<Pair<T>*>(row + n) = pair;
     } else {
-      if (n < p.K) row[n * p.out_stride_k] = from_acc<T>(v0);
+      row[n * p.out_stride_k] = from_acc<T>(v0);
       if (n + 1 < p.K) row[(n + 1) * p.out_stride_k] = from_acc<T>(v1);
     }
   }
