@@ -112,13 +112,19 @@ fi
 # initcheck, which are far slower, take a few shapes, and leave the chain of
 # dependent launches (672 launches, weights of 64 MiB) to memcheck: under
 # racecheck it ran past the step's time without a report.
+# memcheck runs without PyTorch's caching allocator: it hands out pieces of
+# larger blocks, so a read past a tensor's end would land inside the block
+# where memcheck cannot see it. racecheck and initcheck keep it: without it
+# racecheck ran past its time (a cudaMalloc and a cudaFree a tensor), and
+# initcheck reported the host's copies of outputs the copy engine had
+# stored, whose writes it does not track. fgl_bench cannot run without it
+# (it aborts freeing what its CUDA graphs held); initcheck still sees a
+# kernel read bytes never written inside a block.
 tests="$FGL_BUILD_DIR/tests/fgl_tests"
-# The caching allocator hands out pieces of larger blocks, so a read past a
-# tensor's end lands inside the block and the sanitizers cannot see it.
-export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 if wants memcheck; then
-  step memcheck timeout 300 compute-sanitizer --tool memcheck \
-    --error-exitcode 9 "$tests" --gtest_brief=1 \
+  step memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 \
+    compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
+    --gtest_brief=1 \
     --gtest_filter='*Sweep*:*Cuda*:StreamKernel*:WarpDotKernel*:WarpMmaKernel*:TensorCoreKernel*'
 fi
 if wants race; then
