@@ -115,7 +115,7 @@ fi
 # memcheck runs without PyTorch's caching allocator: it hands out pieces of
 # larger blocks, so a read past a tensor's end would land inside the block
 # where memcheck cannot see it. racecheck and initcheck keep it: without it
-# racecheck ran past its time (a cudaMalloc and a cudaFree a tensor), and
+# racecheck ran past its time (a cudaMalloc and cudaFree per tensor), and
 # initcheck reported the host's copies of outputs the copy engine had
 # stored, whose writes it does not track. fgl_bench cannot run without it
 # (it aborts freeing what its CUDA graphs held); initcheck still sees a
