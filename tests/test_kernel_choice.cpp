@@ -357,9 +357,11 @@ TEST(KernelChoice, PlansFitTheDeviceAndCoverTheProblem) {
       EXPECT_LE(plan->splits, stream::kMaxClusterSplits);
       EXPECT_GE(plan->ring_stages, 1);
       EXPECT_LE(plan->ring_stages, plan->stages_per_split);
-      // float32 asks L2 for its first stages early; the others streamed
-      // faster without.
-      EXPECT_EQ(plan->prefetch_stages > 0, e == 4);
+      // float32 asks L2 for its first stages early; the half types only
+      // where the grid before lets them start late, and float64 never.
+      EXPECT_EQ(plan->prefetch_stages > 0,
+                e == 4 || (e == 2 && plan->next_grid_after_last_copy));
+      EXPECT_TRUE(e == 2 || !plan->next_grid_after_last_copy);
       // A ring that cycles serves each consumer group from its own slots.
       if (plan->ring_stages < plan->stages_per_split) {
         EXPECT_EQ(plan->ring_stages %
@@ -382,6 +384,29 @@ TEST(KernelChoice, PlansFitTheDeviceAndCoverTheProblem) {
       }
     }
   }
+}
+
+TEST(KernelChoice, HalfTypeDecodeLetsTheNextGridStartLate) {
+  // Blocks of up to 32 stages (#10's 16-token rows) let the next grid start
+  // once their last copies are issued and ask L2 for their first stages;
+  // blocks of 64 stages streamed slower so (bench/NOTES.md "v54").
+  for (const auto& s : {std::array<int64_t, 4>{32, 16, 128, 4096},
+                        std::array<int64_t, 4>{32, 8, 128, 4096},
+                        std::array<int64_t, 4>{32, 32, 128, 4096}}) {
+    const auto plan = plan_stream(h200(s[0], s[1], s[2], s[3], 2));
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_LE(plan->stages_per_split, 32);
+    EXPECT_TRUE(plan->next_grid_after_last_copy);
+    EXPECT_GT(plan->prefetch_stages, 0);
+  }
+  const auto longer = plan_stream(h200(64, 16, 128, 4096, 2));
+  ASSERT_TRUE(longer.has_value());
+  EXPECT_EQ(longer->stages_per_split, 64);
+  EXPECT_FALSE(longer->next_grid_after_last_copy);
+  EXPECT_EQ(longer->prefetch_stages, 0);
+  const auto float32 = plan_stream(h200(32, 16, 128, 4096, 4));
+  ASSERT_TRUE(float32.has_value());
+  EXPECT_FALSE(float32->next_grid_after_last_copy);
 }
 
 TEST(KernelChoice, StreamCarriesXInTheRingWhereTheCopyEngineReadsIt) {

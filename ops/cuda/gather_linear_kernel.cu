@@ -125,9 +125,13 @@ cudaError_t launch_stream_copies(const GatherLinearParams<T>& p,
       err != cudaSuccess) {
     return err;
   }
-  const stream::Layout layout{plan.stages_per_split, plan.slab_pitch,
-                              plan.ring_stages,      x_vectors,
-                              plan.x_in_ring,        plan.prefetch_stages};
+  const stream::Layout layout{plan.stages_per_split,
+                              plan.slab_pitch,
+                              plan.ring_stages,
+                              x_vectors,
+                              plan.x_in_ring,
+                              plan.prefetch_stages,
+                              plan.next_grid_after_last_copy};
   // grid.x: the contraction's splits, one cluster; grid.y: 64-column tiles
   // of K; grid.z: kRows-row tiles of B. Block: the consumer groups' warps,
   // one producer warp and, where x is split in the ring, the splitter warps.

@@ -61,9 +61,15 @@ constexpr int kMinRingStages = 4;
 // each, covers the GPU: it leaves the next grid's blocks too few free ones
 // to start on.
 constexpr int64_t kFullGridEighths = 7;
-// float32 blocks ask L2 for their first stages before the wait ("v31":
-// 8,16,64,1024 4.35 -> 4.07 us); the half types lost 0.05-0.2 us with it.
+// float32 blocks ask L2 for their first stages before the wait
+// (bench/NOTES.md "v31").
 constexpr int kPrefetchStagesFloat = 4;
+// Half-type blocks do so only where the grid before lets theirs start late,
+// once its blocks have issued their last copies, and where a block streams
+// few stages: their prefetches then fall in that grid's tail rather than
+// its stream; blocks of more stages lost with it ("v54").
+constexpr int kPrefetchStagesHalf = 4;
+constexpr int64_t kLateNextGridMaxStages = 32;
 // Copies of several weight stages (stream::copy_stages) won 1-16% where a
 // block streams 128 stages or more, and lost 1.5-6% at 22-64 stages
 // ("v45").
@@ -806,7 +812,11 @@ std::optional<StreamPlan> plan_stream(const Problem& p) {
     }
   }
   if (best.splits == 0) return std::nullopt;
-  best.prefetch_stages = e == 4 ? kPrefetchStagesFloat : 0;
+  best.next_grid_after_last_copy =
+      e == 2 && best.stages_per_split <= kLateNextGridMaxStages;
+  best.prefetch_stages = e == 4                           ? kPrefetchStagesFloat
+                         : best.next_grid_after_last_copy ? kPrefetchStagesHalf
+                                                          : 0;
   // Copies of several stages where the type and the block's rows take them
   // and they won: the weight splits into whole stages (its 3-D view,
   // encode_weight_map), the ring, cut to a multiple of them, still holds

@@ -92,6 +92,10 @@ struct StreamPlan {
   int64_t row_tiles = 0;     // grid.z
   // Weight stages each block asks L2 for before the grid before it ends.
   int prefetch_stages = 0;
+  // The next grid starts once every block has issued its last copy, rather
+  // than once every block has waited for the grid before (its prefetches
+  // then fall in this grid's tail).
+  bool next_grid_after_last_copy = false;
 };
 
 /// The compute capability (major * 10 + minor) the streaming kernel is

@@ -20,18 +20,32 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// The start of every fused kernel, a dependent launch (dependent_launch.cuh):
-// waits until the grid before this one on the stream has completed and its
-// writes are visible (at once in a grid launched without the attribute),
-// then lets the next grid start its blocks. Nothing before it may touch
-// global memory. Triggered only after the wait, at most one grid waits
-// behind a running one: a trigger before it let each waiting grid start the
-// next, a chain of them crowding the running grid's multiprocessors.
-__device__ __forceinline__ void await_previous_grid() {
+// Waits until the grid before this one on the stream (a dependent launch,
+// dependent_launch.cuh) has completed and its writes are visible (at once
+// in a grid launched without the attribute). Nothing before it may read
+// what that grid may write.
+__device__ __forceinline__ void wait_previous_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Lets the next grid on the stream start its blocks once every block of this
+// one has called this (or exited); one thread's call counts for its block.
+// Only ever after wait_previous_grid, so that at most one grid waits behind
+// a running one: a trigger before it let each waiting grid start the next, a
+// chain of them crowding the running grid's multiprocessors.
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+// The start of every fused kernel: waits for the grid before, then lets the
+// next one start.
+__device__ __forceinline__ void await_previous_grid() {
+  wait_previous_grid();
+  launch_dependents();
 }
 
 // Asks L2 for the 128-byte line holding `ptr`, without waiting for it.

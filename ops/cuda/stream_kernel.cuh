@@ -581,8 +581,9 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
     }
   };
   // The weight's first stages are asked of L2 while the grid before this one
-  // ends. Safe before the wait: a prefetch only warms L2, which that grid
-  // writes through, so no load can see stale bytes.
+  // ends (where that grid let this one start late in its stream, about when
+  // its own stream thins out). Safe before the wait: a prefetch only warms
+  // L2, which that grid writes through, so no load can see stale bytes.
   if (warp == kConsumerWarps && lane == 0) {
     const int64_t ahead = min(int64_t{l.prefetch_stages}, stages);
     for (int64_t i = 0; i < ahead; i += copy) {
@@ -596,7 +597,8 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
       }
     }
   }
-  ptx::await_previous_grid();
+  ptx::wait_previous_grid();
+  if (!l.next_grid_after_last_copy) ptx::launch_dependents();
 
   Math<T, kRows> math;  // the consumers' sums
   if (warp == kConsumerWarps) {
@@ -652,6 +654,7 @@ __global__ void __launch_bounds__(block_threads(sizeof(T), kRows),
           if (++slot == l.ring_stages) slot = 0, ++lap;
         }
       }
+      if (l.next_grid_after_last_copy) ptx::launch_dependents();
     }
     __syncwarp();  // the warp meets the block barrier below as one
   } else if (warp > kConsumerWarps) {

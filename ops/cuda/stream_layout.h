@@ -110,6 +110,9 @@ struct Layout {
   bool x_vectors;            // x rows load as 16-byte vectors
   bool x_in_ring;            // x's stage tiles ride in the ring: no slab
   int prefetch_stages;       // weight stages asked of L2 before the wait
+  // The next grid may start only once every block's producer has issued its
+  // last copy (else once every block has waited for the grid before).
+  bool next_grid_after_last_copy;
 };
 
 /// The cluster's exchange of partial sums: a tile's sums travel in 16-byte
