@@ -32,6 +32,7 @@ Problem h200(int64_t R, int64_t B, int64_t H, int64_t K, int element_size) {
   p.x_gathered_view = B == 1;
   // As the H200 answers for the streaming kernel (bench/NOTES.md "v28").
   p.stream_clusters = {0, 132, 66, 39, 30, 22, 17, 15, 15};
+  p.memory_gbps = 4916;  // HBM3e: 3.2 GHz, two transfers a clock, 6144 bits
   return p;
 }
 
@@ -978,6 +979,53 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // weight on cuBLAS.
   EXPECT_EQ(choose_route(h200_wgmma(32, 8, 128, 65536, 2)), Route::kWarpMma);
   EXPECT_EQ(choose_route(h200_wgmma(32, 16, 128, 65536, 2)), Route::kCublasCat);
+}
+
+// An H100 as the torch-facing side describes it: the H200's multiprocessors,
+// slower memory (HBM3: 2.619 GHz, two transfers a clock, 5120 bits).
+Problem h100_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
+                   int element_size) {
+  Problem p = h200_wgmma(R, B, H, K, element_size);
+  p.memory_gbps = 3352;
+  return p;
+}
+
+TEST(KernelChoice, SlowerMemoryLeavesTheSplitsNarrowMarginsToCublas) {
+  // Each of these is the cluster split's on the H200. On slower memory it
+  // keeps whole or more than half-full last row tiles, up to 32 tiles, and
+  // one row tile only up to 1536 columns; the others take cat + cuBLAS, not
+  // the next fused route.
+  struct SplitCase {
+    int64_t R, B, K;
+    bool split;
+  };
+  for (const auto& c :
+       {SplitCase{32, 128, 1024, true}, {64, 128, 1024, true},
+        {32, 128, 1536, true},          {32, 224, 1024, true},
+        {32, 256, 1024, true},          {32, 256, 1536, true},
+        {32, 384, 1024, true},          {32, 512, 1024, true},
+        {64, 256, 1024, true},          {64, 512, 1024, true},
+        {32, 144, 1024, false},         {32, 160, 1024, false},
+        {32, 192, 1024, false},         {64, 160, 1024, false},
+        {32, 160, 1536, false},         {32, 320, 1024, false},
+        {32, 640, 1024, false},         {32, 1024, 1024, false},
+        {32, 512, 2048, false},         {32, 128, 2048, false},
+        {32, 128, 4096, false},         {64, 128, 2048, false}}) {
+    SCOPED_TRACE(::testing::Message() << c.R << "," << c.B << ",128," << c.K);
+    EXPECT_EQ(choose_route(h200_wgmma(c.R, c.B, 128, c.K, 2)),
+              Route::kWgmmaSplit);
+    EXPECT_EQ(choose_route(h100_wgmma(c.R, c.B, 128, c.K, 2)),
+              c.split ? Route::kWgmmaSplit : Route::kCublasCat);
+  }
+  // Memory of unknown speed counts as slower; x's gathered view keeps its
+  // own cuBLAS route.
+  Problem p = h200_wgmma(32, 160, 128, 1024, 2);
+  p.memory_gbps = 0;
+  EXPECT_EQ(choose_route(p), Route::kCublasCat);
+  p.x_gathered_view = true;
+  EXPECT_EQ(choose_route(p), Route::kCublasView);
+  // The other routes keep the H200's table: decode streams.
+  EXPECT_EQ(choose_route(h100_wgmma(32, 16, 128, 4096, 2)), Route::kStream);
 }
 
 TEST(KernelChoice, HalfTypesPastThirtyTwoRowsStreamOrTakeTheWarpMmaKernel) {

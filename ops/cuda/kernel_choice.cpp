@@ -225,6 +225,18 @@ constexpr int64_t kMaxClusterSplitMidTiles = 32;
 // 0.81-0.99x): two row tiles past 1536 columns go to cuBLAS at 8192 too.
 constexpr int64_t kMaxClusterSplitMediumContraction = 8192;
 constexpr int64_t kMaxClusterSplitKTwoRowTiles = 1536;
+// The table's memory: the H200's HBM3e, 4.8 TB/s at its peak. On sm_90
+// GPUs with slower memory (the H100's HBM3, 3.35 TB/s) the split, which
+// streams the weight once a row tile, lost 3-12% to cat + cuBLAS where its
+// margin on the H200 was narrow (bench/NOTES.md "v55"): a last row tile at
+// most half full (32,144-192,128,1024 0.93-0.99x, 64,160,128,1024 0.88x),
+// more than 32 tiles (32,640,128,1024 0.92x) and one row tile of 2048
+// columns or more (32,128,128,2048 and 32,128,128,4096 0.94x). It won
+// there elsewhere in the table (32,384,128,1024 1.26x, 64,128,128,1024
+// 1.22x, 32,256,128,1536 1.07x).
+constexpr int64_t kMeasuredMemoryGbps = 4000;
+constexpr int64_t kMaxClusterSplitTilesSlowMemory = 32;
+constexpr int64_t kMaxClusterSplitKOneRowTileSlowMemory = 1536;
 // Where it beat cat + cuBLAS on the H200 (bench/NOTES.md, "v14"): tiles
 // enough for two per multiprocessor (fewer leave most of them idle for a
 // long contraction), and a weight that stays in L2 while the tiles in
@@ -551,6 +563,16 @@ bool wgmma_split_wins(const Problem& p) {
                            tiles <= kMaxClusterSplitMidTiles && !cublas_ties;
   return p.element_size == 2 && (rows_enough || short_rows || medium_rows) &&
          tiles >= kMinClusterSplitTiles;
+}
+
+// Whether the split keeps the margin the table took it for on this GPU's
+// memory: always on memory as fast as the H200's.
+bool wgmma_split_margin_holds(const Problem& p) {
+  if (p.memory_gbps >= kMeasuredMemoryGbps) return true;
+  const int64_t last_tile_rows = p.B % kWgmmaTileRows;
+  return wgmma_split_tiles(p) <= kMaxClusterSplitTilesSlowMemory &&
+         (last_tile_rows == 0 || last_tile_rows > kWgmmaTileRows / 2) &&
+         (p.B > kWgmmaTileRows || p.K <= kMaxClusterSplitKOneRowTileSlowMemory);
 }
 
 // The measured table's verdict for its ping-pong schedule (v21).
@@ -954,8 +976,10 @@ RouteChoice choose(const Problem& p) {
   if (stream) {
     if (auto plan = plan_stream(p)) return taking(*plan);
   }
+  // Where slower memory takes the split's margin, the reference's route,
+  // not the next fused one: the table never measured those there.
   if (wgmma_split_wins(p) && can_run_wgmma_split(p)) {
-    return taking(Route::kWgmmaSplit);
+    return taking(wgmma_split_margin_holds(p) ? Route::kWgmmaSplit : fallback);
   }
   if (wgmma_stationary_wins(p) && can_run_wgmma_stationary(p)) {
     return taking(Route::kWgmmaStationary);

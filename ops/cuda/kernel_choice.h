@@ -47,6 +47,10 @@ struct Problem {
   // multiprocessors, so fewer than sm_count / size fit). All 0 where not
   // known: sm_count / size are assumed.
   ResidentClusters stream_clusters{};
+  // The GPU's peak memory bandwidth, GB/s (0: not known). The table was
+  // measured on the H200's; where memory is slower, the routes whose
+  // margin it takes go to cuBLAS (kernel_choice.cpp).
+  int64_t memory_gbps = 0;
 };
 
 enum class Route {

@@ -138,6 +138,9 @@ def _run_and_die(rank, world_size, store_file, results):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
     fgl.load_library(os.environ.get("FGL_OPS_LIBRARY"))
     _init(rank, world_size, store_file)
+    # Both ranks connected before one dies: a rank that left during the
+    # group's set-up fails init_process_group instead, before the op runs.
+    dist.barrier()
     if rank == 1:
         os._exit(0)  # dies without a word
     x, w, b = make_case(4, 2, 8, 3, torch.float32)
