@@ -56,6 +56,7 @@ fgl::bench::RunInfo run_info(const Options& opt) {
   }
 #ifdef FGL_BENCH_CUDA
   info.device_name = fgl::bench::cuda_device_name(opt.device.index());
+  info.memory_gbps = fgl::bench::cuda_memory_gbps(opt.device.index());
 #endif
   info.timing = "cuda_graph_replay";
   info.has_floor = true;
@@ -65,6 +66,10 @@ fgl::bench::RunInfo run_info(const Options& opt) {
 void print_preamble(const Options& opt, const fgl::bench::RunInfo& info) {
   std::printf("fgl_bench on %s (%s)\n", info.device.c_str(),
               info.device_name.c_str());
+  if (info.memory_gbps > 0) {
+    std::printf("memory: %ld GB/s at its peak\n",
+                static_cast<long>(info.memory_gbps));
+  }
   if (opt.device.is_cpu()) {
     std::printf("timing: steady clock, median of %d calls after %d warm-up\n",
                 opt.run.replays, opt.run.warmup);

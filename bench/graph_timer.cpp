@@ -7,10 +7,16 @@
 
 #include <vector>
 
+#include "cuda/gather_linear_kernel.h"
+
 namespace fgl::bench {
 
 std::string cuda_device_name(c10::DeviceIndex index) {
   return at::cuda::getDeviceProperties(index)->name;
+}
+
+int64_t cuda_memory_gbps(c10::DeviceIndex index) {
+  return cuda::memory_gbps(index);
 }
 
 int64_t cuda_free_bytes(c10::DeviceIndex index) {

@@ -16,6 +16,10 @@ namespace fgl::bench {
 /// Name of CUDA device `index`, e.g. "NVIDIA H200".
 std::string cuda_device_name(c10::DeviceIndex index);
 
+/// Peak memory bandwidth of CUDA device `index` in GB/s (0 where not
+/// known): what the op's routing reads (Problem::memory_gbps).
+int64_t cuda_memory_gbps(c10::DeviceIndex index);
+
 /// Free memory of CUDA device `index`, in bytes.
 int64_t cuda_free_bytes(c10::DeviceIndex index);
 

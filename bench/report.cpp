@@ -78,6 +78,11 @@ nlohmann::json case_record(const CaseResult& r, const RunInfo& info) {
   j["device_name"] = info.device_name;
   j["timing"] = info.timing;
   j["tf32"] = info.tf32;
+  if (info.memory_gbps > 0) {
+    j["memory_gbps"] = info.memory_gbps;
+  } else {
+    j["memory_gbps"] = nullptr;
+  }
   j["R"] = r.c.R;
   j["B"] = r.c.B;
   j["H"] = r.c.H;

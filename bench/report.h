@@ -16,6 +16,7 @@ struct RunInfo {
   std::string timing;       // "cuda_graph_replay" or "steady_clock"
   bool tf32 = false;        // at::globalContext().allowTF32CuBLAS()
   bool has_floor = false;   // the H200 floors apply (CUDA runs)
+  int64_t memory_gbps = 0;  // the GPU's peak memory bandwidth (0: CPU)
 };
 
 void print_table_header(std::FILE* out);

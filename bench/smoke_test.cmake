@@ -31,7 +31,8 @@ string(JSON n LENGTH "${json}")
 if(NOT n EQUAL 2)
   message(FATAL_ERROR "expected 2 records (float32, bfloat16), got ${n}")
 endif()
-set(keys device device_name timing tf32 R B H K shape dtype route bytes flops
+set(keys device device_name timing tf32 memory_gbps R B H K shape dtype route
+    bytes flops
     bytes_floor_us flops_floor_us floor_us
     fgl_us fgl_p10_us fgl_p90_us fgl_rel_err
     cat_linear_us cat_linear_p10_us cat_linear_p90_us cat_linear_rel_err

@@ -13,7 +13,6 @@
 #include <torch/library.h>
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -68,29 +67,6 @@ cudaError_t launch_warp_mma_if_built(const GatherLinearParams<T>& p,
   return cudaErrorNotSupported;
 }
 
-// The peak bandwidth of `device`'s memory in GB/s (0 where not known),
-// asked once a device: the launches that follow pay nothing for it.
-int64_t memory_gbps(int device) {
-  const auto ask = [device] {
-    int khz = 0;
-    int bits = 0;
-    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) !=
-            cudaSuccess ||
-        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth,
-                               device) != cudaSuccess) {
-      return int64_t{0};
-    }
-    // Two transfers a clock (double data rate) over the bus.
-    return int64_t{khz} * 2 * (bits / 8) / 1000000;
-  };
-  constexpr int kDevices = 64;
-  if (device < 0 || device >= kDevices) return ask();
-  static std::once_flag once[kDevices];
-  static int64_t cached[kDevices];
-  std::call_once(once[device], [&] { cached[device] = ask(); });
-  return cached[device];
-}
-
 bool aligned16(const void* ptr) {
   return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
 }
@@ -123,7 +99,7 @@ cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
 #ifdef FGL_WITH_WGMMA
   p.wgmma_built = true;
 #endif
-  p.memory_gbps = memory_gbps(x.get_device());
+  p.memory_gbps = cuda::memory_gbps(x.get_device());
   if (p.arch == cuda::kStreamArch) {
     C10_CUDA_CHECK(
         cuda::stream_resident_clusters(x.get_device(), p.stream_clusters));

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
+#include <mutex>
 #include <type_traits>
 
 #include "dependent_launch.cuh"
@@ -252,6 +254,27 @@ cudaError_t stream_resident_clusters(int device, ResidentClusters& counts) {
   };
   return resident_cluster_counts(kernel, stream::block_threads(4, 32), device,
                                  whole_smem, counts);
+}
+
+int64_t memory_gbps(int device) {
+  const auto ask = [device] {
+    int khz = 0;
+    int bits = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth,
+                               device) != cudaSuccess) {
+      return int64_t{0};
+    }
+    // Two transfers a clock (double data rate) over the bus.
+    return int64_t{khz} * 2 * (bits / 8) / 1000000;
+  };
+  constexpr int kDevices = 64;
+  if (device < 0 || device >= kDevices) return ask();
+  static std::once_flag once[kDevices];
+  static int64_t cached[kDevices];
+  std::call_once(once[device], [&] { cached[device] = ask(); });
+  return cached[device];
 }
 
 template <typename T>

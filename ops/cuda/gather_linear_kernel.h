@@ -42,6 +42,10 @@ cudaError_t launch_stream(const GatherLinearParams<T>& params,
 /// asked once a device.
 cudaError_t stream_resident_clusters(int device, ResidentClusters& counts);
 
+/// The peak bandwidth of `device`'s memory in GB/s, 0 where not known
+/// (Problem::memory_gbps); asked once a device.
+int64_t memory_gbps(int device);
+
 /// Enqueues the general tiled kernel on `stream`: any strides, K up to
 /// max_tiled_k(); R*H may be 0 (out is then the bias).
 template <typename T>
