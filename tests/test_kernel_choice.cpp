@@ -654,6 +654,12 @@ Problem h200_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
 
 using Shape = std::array<int64_t, 4>;  // R, B, H, K
 
+// A half-type problem R,B,128,K and whether the cluster split takes it.
+struct SplitCase {
+  int64_t R, B, K;
+  bool split;
+};
+
 // Whether the policy takes `route` for each of `shapes` on an H200 whose
 // build has the Hopper kernel.
 void expect_route(std::initializer_list<Shape> shapes, int element_size,
@@ -893,10 +899,6 @@ TEST(KernelChoice, ManyTilesTakeTheTensorCoreKernel) {
   // tiles up to K = 1024; contractions of 4096 and 8192 over 128 to 639
   // rows in 8 to 32 tiles, but for two row tiles past 1536 columns: the
   // cluster split; other contractions or fewer rows: another route.
-  struct SplitCase {
-    int64_t R, B, K;
-    bool split;
-  };
   for (const auto& c :
        {SplitCase{32, 1024, 256, true}, {16, 1024, 256, true},
         {32, 2048, 512, true},          {32, 4096, 256, true},
@@ -995,10 +997,6 @@ TEST(KernelChoice, SlowerMemoryLeavesTheSplitsNarrowMarginsToCublas) {
   // keeps whole or more than half-full last row tiles, up to 32 tiles, and
   // one row tile only up to 1536 columns; the others take cat + cuBLAS, not
   // the next fused route.
-  struct SplitCase {
-    int64_t R, B, K;
-    bool split;
-  };
   for (const auto& c :
        {SplitCase{32, 128, 1024, true}, {64, 128, 1024, true},
         {32, 128, 1536, true},          {32, 224, 1024, true},
