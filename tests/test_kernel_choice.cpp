@@ -14,6 +14,8 @@
 namespace fgl::cuda {
 namespace {
 
+using Shape = std::array<int64_t, 4>;  // R, B, H, K
+
 // An H200 as the torch-facing side describes it, with a problem that every
 // fused kernel can read.
 Problem h200(int64_t R, int64_t B, int64_t H, int64_t K, int element_size) {
@@ -391,9 +393,8 @@ TEST(KernelChoice, HalfTypeDecodeLetsTheNextGridStartLate) {
   // Blocks of up to 32 stages (#10's 16-token rows) let the next grid start
   // once their last copies are issued and ask L2 for their first stages;
   // blocks of 64 stages streamed slower so (bench/NOTES.md "v54").
-  for (const auto& s : {std::array<int64_t, 4>{32, 16, 128, 4096},
-                        std::array<int64_t, 4>{32, 8, 128, 4096},
-                        std::array<int64_t, 4>{32, 32, 128, 4096}}) {
+  for (const Shape& s : {Shape{32, 16, 128, 4096}, Shape{32, 8, 128, 4096},
+                         Shape{32, 32, 128, 4096}}) {
     const auto plan = plan_stream(h200(s[0], s[1], s[2], s[3], 2));
     ASSERT_TRUE(plan.has_value());
     EXPECT_LE(plan->stages_per_split, 32);
@@ -651,8 +652,6 @@ Problem h200_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
   p.wgmma_built = true;
   return p;
 }
-
-using Shape = std::array<int64_t, 4>;  // R, B, H, K
 
 // A half-type problem R,B,128,K and whether the cluster split takes it.
 struct SplitCase {
