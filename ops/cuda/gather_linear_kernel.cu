@@ -6,9 +6,9 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
-#include <mutex>
 #include <type_traits>
 
+#include "asked_once_a_device.h"
 #include "dependent_launch.cuh"
 #include "gather_linear_kernel.h"
 #include "resident_clusters.cuh"
@@ -257,7 +257,7 @@ cudaError_t stream_resident_clusters(int device, ResidentClusters& counts) {
 }
 
 int64_t memory_gbps(int device) {
-  const auto ask = [device] {
+  return asked_once_a_device(device, [device] {
     int khz = 0;
     int bits = 0;
     if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) !=
@@ -268,13 +268,7 @@ int64_t memory_gbps(int device) {
     }
     // Two transfers a clock (double data rate) over the bus.
     return int64_t{khz} * 2 * (bits / 8) / 1000000;
-  };
-  constexpr int kDevices = 64;
-  if (device < 0 || device >= kDevices) return ask();
-  static std::once_flag once[kDevices];
-  static int64_t cached[kDevices];
-  std::call_once(once[device], [&] { cached[device] = ask(); });
-  return cached[device];
+  });
 }
 
 template <typename T>

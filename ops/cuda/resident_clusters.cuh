@@ -6,8 +6,7 @@
 
 #include <cuda_runtime.h>
 
-#include <mutex>
-
+#include "asked_once_a_device.h"
 #include "kernel_choice.h"
 
 namespace fgl::cuda {
@@ -51,14 +50,17 @@ cudaError_t resident_cluster_counts(Kernel kernel, unsigned threads, int device,
     }
     return cudaSuccess;
   };
-  constexpr int kDevices = 64;
-  if (device < 0 || device >= kDevices) return ask(counts);
-  static std::once_flag once[kDevices];
-  static ResidentClusters cached[kDevices];
-  static cudaError_t error[kDevices];
-  std::call_once(once[device], [&] { error[device] = ask(cached[device]); });
-  counts = cached[device];
-  return error[device];
+  struct Answer {
+    ResidentClusters counts{};
+    cudaError_t error = cudaSuccess;
+  };
+  const Answer answer = asked_once_a_device(device, [&] {
+    Answer fresh;
+    fresh.error = ask(fresh.counts);
+    return fresh;
+  });
+  counts = answer.counts;
+  return answer.error;
 }
 
 }  // namespace fgl::cuda
