@@ -59,9 +59,10 @@ TEST(KernelChoice, SmallProblemsTakeTheWarpDotKernel) {
   EXPECT_EQ(choose_route(h200(16, 2, 128, 2048, 4)), Route::kWarpDot);
   EXPECT_EQ(choose_route(h200(32, 2, 128, 2048, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200(16, 4, 128, 1024, 4)), Route::kStream);
-  // ... but a short contraction over many columns streams (up to 16 rows).
+  // ... but a short contraction over many columns streams one row and takes
+  // the warp-mma kernel from 2 to 16.
   EXPECT_EQ(choose_route(h200(2, 1, 64, 16384, 4)), Route::kStream);
-  EXPECT_EQ(choose_route(h200(2, 16, 64, 16384, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200(2, 16, 64, 16384, 4)), Route::kWarpMma);
   EXPECT_EQ(choose_route(h200(2, 24, 64, 16384, 4)), Route::kCublasCat);
   EXPECT_EQ(choose_route(h200(16, 16, 64, 256, 8)), Route::kWarpDot);
   EXPECT_EQ(choose_route(h200(4, 12, 32, 56, 8)), Route::kWarpDot);
@@ -1023,6 +1024,67 @@ TEST(KernelChoice, SlowerMemoryLeavesTheSplitsNarrowMarginsToCublas) {
   EXPECT_EQ(choose_route(p), Route::kCublasView);
   // The other routes keep the H200's table: decode streams.
   EXPECT_EQ(choose_route(h100_wgmma(32, 16, 128, 4096, 2)), Route::kStream);
+}
+
+TEST(KernelChoice, ShortFloatContractionsNeedAFullLastRowTile) {
+  // float32's three products over contractions below 256 keep their last
+  // row tile at least three-quarters full; emptier ones take cat + cuBLAS,
+  // not the next fused route.
+  expect_route({{4, 26, 32, 9768},
+                {3, 42, 32, 31832},
+                {1, 179, 96, 10600},
+                {2, 64, 32, 16384}},
+               4, Route::kCublasCat);
+  expect_route({{2, 100, 64, 8192},
+                {1, 128, 32, 8192},
+                {2, 224, 64, 8192},
+                {2, 48, 128, 8192},
+                {2, 40, 128, 16384}},
+               4, Route::kWgmma);
+}
+
+TEST(KernelChoice, ShortFloatContractionsOfAFewRowsTakeTheWarpMmaKernel) {
+  // Contractions below 256, 2 to 16 rows, from 1 MiB of weight.
+  expect_route({{1, 2, 64, 4096},
+                {1, 16, 64, 4096},
+                {1, 8, 128, 16384},
+                {1, 16, 112, 18224},
+                {2, 2, 96, 16384}},
+               4, Route::kWarpMma);
+  // One row, more rows, less weight, or TF32 allowed: as before.
+  EXPECT_EQ(choose_route(h200_wgmma(2, 1, 64, 16384, 4)), Route::kStream);
+  EXPECT_EQ(choose_route(h200_wgmma(4, 12, 32, 56, 4)), Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200_wgmma(3, 4, 64, 582, 4)), Route::kWarpDot);
+  EXPECT_NE(choose_route(h200_wgmma(1, 24, 128, 16384, 4)), Route::kWarpMma);
+  Problem tf32 = h200_wgmma(1, 16, 64, 16384, 4);
+  tf32.tf32_allowed = true;
+  EXPECT_NE(choose_route(tf32), Route::kWarpMma);
+}
+
+TEST(KernelChoice, HalfTypesOfSeventeenToThirtyTwoRowsStreamOnFullGrids) {
+  // One row tile of 32 streams where x rides in the ring (H a multiple of a
+  // stage, 64 half elements) and its blocks take 70% of the multiprocessors
+  // or more in one wave; else cat + cuBLAS takes the problem.
+  expect_route({{32, 28, 80, 5400},
+                {32, 32, 80, 4096},
+                {16, 28, 80, 5400},
+                {32, 28, 96, 5400},
+                {8, 24, 80, 8192},
+                {32, 28, 128, 4608},
+                {32, 28, 128, 5400},
+                {12, 24, 128, 11344}},
+               2, Route::kCublasCat);
+  expect_route({{32, 28, 128, 2048},
+                {32, 28, 128, 4096},
+                {32, 32, 128, 8192},
+                {16, 24, 128, 8192},
+                {24, 24, 128, 4096},
+                {32, 20, 128, 6144}},
+               2, Route::kStream);
+  // Up to 16 rows and past 32 (the short contractions' band) x may sit in a
+  // slab.
+  expect_route({{32, 16, 80, 4096}, {32, 64, 80, 256}, {16, 128, 96, 512}}, 2,
+               Route::kStream);
 }
 
 TEST(KernelChoice, HalfTypesPastThirtyTwoRowsStreamOrTakeTheWarpMmaKernel) {

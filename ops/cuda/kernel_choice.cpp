@@ -24,6 +24,13 @@ constexpr int64_t kMaxStreamRowsHalf = 16;
 // 1.34x, 24,24,128,4096 1.29x.
 constexpr int64_t kMaxStreamRowsHalfLarge = 32;
 constexpr int64_t kMinStreamWeightHalfLarge = int64_t{8} << 20;
+// That band holds only where x's stage tiles ride in the ring and the grid
+// is one wave on at least this share of the multiprocessors: x in a slab
+// lost on an H100 ("v56": 32,28,80,5400 0.77x, 32,28,96,5400 0.71x), and on
+// the H200 a block streams at a multiprocessor's share of the bandwidth, so
+// fewer blocks lost (32,28,128,4608-5400 0.84-0.94x, 72-85 blocks; 96 won,
+// 1.03-1.44x), as did a second wave (12,24,128,11344 0.79x, 178 blocks).
+constexpr int64_t kMinStreamGridPercentHalfLarge = 70;
 // Half types past 32 rows, up to 256, over contractions too long for the
 // stationary weight, where the 32-row tiles read at most 16 MiB of weight
 // between them ("v37": 32,64-256,128,256 and 16,128,128,512-1024 1.2-1.8x;
@@ -119,6 +126,11 @@ constexpr int64_t kWarpMmaMaxWeightManyTiles = int64_t{1} << 20;
 // (32,24-64,128,4096, 64 MiB: 1.5x faster; at 16 MiB the warp-mma kernel
 // still won then, 16,24-32,128,2048 and 32,48,128,1024).
 constexpr int64_t kMinWarpMmaContractionFloat = 256;
+// Below it, from 2 to 16 rows and 1 MiB of weight, it beat cat + cuBLAS
+// 1.5-2.8x and the routes taken before by up to 3.6x, tying them at
+// 1,2,128,16384 and 1,16,128,4096 ("v56", an H100: 1,2-16,64-128,4096-16384;
+// the H200: 1,16,112-128,18224 1.49-1.63x, the stream 0.82-0.99x).
+constexpr int64_t kMaxWarpMmaRowsShortFloat = 16;
 constexpr int64_t kMaxWarpMmaRowsFloat = 128;
 constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
 constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
@@ -274,6 +286,12 @@ constexpr int64_t kMinWgmmaStationaryL2FirstTiles = 15;
 // cuBLAS's SIMT GEMM 1.9-2.1x from 128 of its tiles on (every weight
 // measured, to 128 MiB) and 1.4-1.5x with 64; with 32 it tied or lost.
 constexpr int64_t kMinWgmmaSplitTiles = 64;
+// Over contractions shorter than this, it won only where its last row tile
+// was at least three-quarters full; emptier ones lost to cat + cuBLAS
+// (bench/NOTES.md "v56", an H100: 1,42,32,31832 0.77x, 4,26,32,9768 0.83x,
+// 1,179,96,10600 0.95x; 2,100,64,8192 1.16x, 1,128,32,8192 1.09x).
+constexpr int64_t kMinWgmmaSplitAnyFillContraction = 256;
+constexpr int64_t kMinWgmmaSplitLastTileRowsShort = 96;
 // There it also beat the streaming and warp-mma kernels, whose row tiles
 // each read the weight ("v37": 8,64-128,64,16384 1.35-2.1x against their
 // 0.73-1.01x; 16,128,64,16384 and 16,128,128,8192 2.3x and 1.46x against
@@ -298,6 +316,11 @@ constexpr int64_t kMaxWgmmaTf32WeightBytes = int64_t{128} << 20;
 constexpr int64_t kClusterCostStages = 2;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Rows in the last of the tiles of `tile` rows that cover `rows`.
+int64_t last_tile_rows(int64_t rows, int64_t tile) {
+  return rows - (ceil_div(rows, tile) - 1) * tile;
+}
 
 // Whether a grid of `blocks` covers the GPU (kFullGridEighths).
 bool covers_gpu(int64_t blocks, const Problem& p) {
@@ -356,6 +379,20 @@ bool stream_takes_float(const Problem& p) {
 }
 
 // The measured table's verdict for the streaming kernel on 16-bit problems
+// of 17 to 32 rows: one row tile of 32.
+bool stream_wins_half_large(const Problem& p) {
+  if (p.B <= kMaxStreamRowsHalf || p.B > kMaxStreamRowsHalfLarge ||
+      weight_bytes(p) < kMinStreamWeightHalfLarge || !stream_x_fits_ring(p)) {
+    return false;
+  }
+  const auto plan = plan_stream(p);
+  if (!plan) return false;
+  const int64_t blocks = plan->column_tiles * plan->row_tiles * plan->splits;
+  return blocks <= p.sm_count &&
+         blocks * 100 >= p.sm_count * kMinStreamGridPercentHalfLarge;
+}
+
+// The measured table's verdict for the streaming kernel on 16-bit problems
 // past 32 rows.
 bool stream_wins_half_long(const Problem& p) {
   const int64_t row_tiles = ceil_div(p.B, rows_per_block(2, p.B));
@@ -393,8 +430,10 @@ bool warp_mma_wins(const Problem& p) {
       int64_t{warp_mma::kRowsPerTile} * warp_mma::kMaxRowTiles;
   if (p.element_size == 4) {
     // Under TF32 cuBLAS takes one pass, this kernel still three.
-    if (p.tf32_allowed || p.R * p.H < kMinWarpMmaContractionFloat) {
-      return false;
+    if (p.tf32_allowed) return false;
+    if (p.R * p.H < kMinWarpMmaContractionFloat) {
+      return p.B >= 2 && p.B <= kMaxWarpMmaRowsShortFloat &&
+             weight >= kMinFloatWeightBytes;
     }
     if (p.B > warp_mma::kRowsPerTile / 2 && p.B <= warp_mma::kRowsPerTile) {
       // The streaming kernel's copies of several stages overtook it where
@@ -511,7 +550,10 @@ bool wgmma_wins(const Problem& p) {
              p.R * p.H >= kMinWgmmaTf32Contraction &&
              weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
     }
-    return wgmma_tiles(p) >= kMinWgmmaSplitTiles;
+    return wgmma_tiles(p) >= kMinWgmmaSplitTiles &&
+           (p.R * p.H >= kMinWgmmaSplitAnyFillContraction ||
+            last_tile_rows(p.B, kWgmmaTileRows) >=
+                kMinWgmmaSplitLastTileRowsShort);
   }
   return p.element_size == 2 && wgmma_tiles(p) >= kMinWgmmaTiles &&
          p.K <= kMaxWgmmaHalfK && weight_bytes(p) <= kMaxWgmmaWeightBytes &&
@@ -569,9 +611,8 @@ bool wgmma_split_wins(const Problem& p) {
 // memory: always on memory as fast as the H200's.
 bool wgmma_split_margin_holds(const Problem& p) {
   if (p.memory_gbps >= kMeasuredMemoryGbps) return true;
-  const int64_t last_tile_rows = p.B % kWgmmaTileRows;
   return wgmma_split_tiles(p) <= kMaxClusterSplitTilesSlowMemory &&
-         (last_tile_rows == 0 || last_tile_rows > kWgmmaTileRows / 2) &&
+         last_tile_rows(p.B, kWgmmaTileRows) > kWgmmaTileRows / 2 &&
          (p.B > kWgmmaTileRows || p.K <= kMaxClusterSplitKOneRowTileSlowMemory);
 }
 
@@ -965,9 +1006,7 @@ RouteChoice choose(const Problem& p) {
   }
   bool stream = false;
   if (p.element_size == 2) {
-    stream = p.B <= kMaxStreamRowsHalf ||
-             (p.B <= kMaxStreamRowsHalfLarge &&
-              weight_bytes(p) >= kMinStreamWeightHalfLarge) ||
+    stream = p.B <= kMaxStreamRowsHalf || stream_wins_half_large(p) ||
              stream_wins_half_long(p);
   } else if (p.element_size == 4) {
     stream = stream_takes_float(p);
