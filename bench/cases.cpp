@@ -1,7 +1,10 @@
 #include "cases.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cmath>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
@@ -65,6 +68,39 @@ std::vector<Case> parse_cases(const std::string& shapes,
   }
   if (cases.empty()) {
     throw std::invalid_argument("--shapes \"" + shapes + "\" names no shape");
+  }
+  return cases;
+}
+
+std::vector<Case> random_cases(int count, uint64_t seed,
+                               const std::vector<c10::ScalarType>& dtypes) {
+  constexpr std::array<int64_t, 11> kHeads = {1,  2,  3,  4,  6, 8,
+                                              12, 16, 24, 32, 64};
+  constexpr std::array<int64_t, 9> kHeadSizes = {32, 33,  40,  64, 80,
+                                                 96, 112, 128, 256};
+  constexpr int64_t kMaxContraction = 16384;
+  constexpr double kMaxRows = 256, kMinColumns = 8, kMaxColumns = 32768;
+  // The generator's own bits, not std's distributions, whose results differ
+  // between standard libraries.
+  std::mt19937_64 bits(seed);
+  const auto uniform = [&] { return (bits() >> 11) * 0x1.0p-53; };
+  const auto pick = [&](const auto& values) {
+    return values[bits() % values.size()];
+  };
+  const auto log_uniform = [&](double lo, double hi) {
+    return static_cast<int64_t>(
+        std::llround(std::exp(std::log(lo) + uniform() * std::log(hi / lo))));
+  };
+  std::vector<Case> cases;
+  for (int drawn = 0; drawn < count;) {
+    const int64_t R = pick(kHeads);
+    const int64_t H = pick(kHeadSizes);
+    if (R * H > kMaxContraction) continue;
+    const int64_t B = log_uniform(1, kMaxRows);
+    int64_t K = log_uniform(kMinColumns, kMaxColumns);
+    if (bits() % 2 == 0) K = (K + 7) / 8 * 8;
+    for (const auto dtype : dtypes) cases.push_back({R, B, H, K, dtype});
+    ++drawn;
   }
   return cases;
 }

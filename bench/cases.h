@@ -29,6 +29,14 @@ std::vector<Case> parse_cases(const std::string& shapes,
 /// double). Throws std::invalid_argument on an unknown name.
 std::vector<c10::ScalarType> parse_dtypes(const std::string& dtypes);
 
+/// `count` shapes drawn over the ranges the decode sweep checks between its
+/// table's points: R*H of 32 to 16384 from heads of common and odd sizes
+/// (32 to 256: 33, 40, 80, 96, 112 among them), B of 1 to 256 and K of 8 to
+/// 32768 log-uniform, half of the K multiples of 8. The same `seed` draws
+/// the same shapes on every machine. One case per shape and dtype.
+std::vector<Case> random_cases(int count, uint64_t seed,
+                               const std::vector<c10::ScalarType>& dtypes);
+
 /// The built-in case list: H200-sized problems for CUDA, smaller ones for
 /// the CPU (large GEMMs take seconds on a few cores).
 std::vector<Case> default_cases(c10::DeviceType device);

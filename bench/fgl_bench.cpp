@@ -122,6 +122,13 @@ int main(int argc, char** argv) {
     std::printf("%s", opt.usage.c_str());
     return 0;
   }
+  if (opt.list) {
+    for (const auto& c : opt.cases) {
+      std::printf("%s %s\n", fgl::bench::shape_string(c).c_str(),
+                  c10::getDtypeNames(c.dtype).first.c_str());
+    }
+    return 0;
+  }
   std::ofstream json_file;
   if (!opt.json_path.empty()) {
     json_file.open(opt.json_path);

@@ -91,9 +91,15 @@ Options parse_options(int argc, const char* const* argv) {
      cxxopts::value<std::string>(), "DEV")
     ("shapes", "cases as \"R,B,H,K;R,B,H,K\" (default: built-in list)",
      cxxopts::value<std::string>(), "LIST")
-    ("dtypes", "dtypes of the --shapes cases, e.g. float32,bfloat16 "
-     "(default float32; without --shapes: filters the built-in list)",
-     cxxopts::value<std::string>(), "LIST")
+    ("random", "N shapes drawn at random over the decode sweep's ranges "
+     "instead of --shapes (R*H 32-16384, B 1-256, K 8-32768)",
+     cxxopts::value<int>(), "N")
+    ("seed", "the seed of --random's draw (default 1): the same seed, the "
+     "same shapes", cxxopts::value<uint64_t>()->default_value("1"), "S")
+    ("dtypes", "dtypes of the --shapes or --random cases, e.g. "
+     "float32,bfloat16 (default float32; otherwise: filters the built-in "
+     "list)", cxxopts::value<std::string>(), "LIST")
+    ("list", "print the cases (R,B,H,K dtype, one a line) and exit")
     ("replays", "timed graph replays (CUDA; default 50, --quick 20) or "
      "calls (CPU; default 20, --quick 3)", cxxopts::value<int>(), "N")
     ("warmup", "untimed graph replays (CUDA; default 5, --quick 2) or "
@@ -135,6 +141,7 @@ Options parse_options(int argc, const char* const* argv) {
     return opt;
   }
   opt.quick = r.count("quick") > 0;
+  opt.list = r.count("list") > 0;
   opt.allow_tf32 = r.count("allow-tf32") > 0;
   opt.run.fgl_only = r.count("fgl-only") > 0;
   if (r.count("json")) opt.json_path = r["json"].as<std::string>();
@@ -155,10 +162,20 @@ Options parse_options(int argc, const char* const* argv) {
   opt.run.calls_per_graph = positive(r, "calls-per-graph");
   opt.run.rotate_bytes = int64_t{positive(r, "rotate-mib")} << 20;
 
-  if (r.count("shapes")) {
+  if (r.count("shapes") && r.count("random")) {
+    throw std::invalid_argument("give --shapes or --random, not both");
+  }
+  if (r.count("seed") && !r.count("random")) {
+    throw std::invalid_argument(
+        "--seed draws --random's shapes; give --random");
+  }
+  if (r.count("shapes") || r.count("random")) {
     const auto dtypes = parse_dtypes(
         r.count("dtypes") ? r["dtypes"].as<std::string>() : "float32");
-    opt.cases = parse_cases(r["shapes"].as<std::string>(), dtypes);
+    opt.cases = r.count("shapes")
+                    ? parse_cases(r["shapes"].as<std::string>(), dtypes)
+                    : random_cases(positive(r, "random"),
+                                   r["seed"].as<uint64_t>(), dtypes);
   } else {
     opt.cases = default_cases(opt.device.type());
     if (r.count("dtypes")) {

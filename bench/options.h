@@ -20,6 +20,7 @@ struct Options {
   RunConfig run;
   std::string json_path;  // empty: no JSON
   bool quick = false;
+  bool list = false;  // print the cases and exit
   bool allow_tf32 = false;
   // The forced route of --device's backend; nullopt: the policy's.
   std::optional<cuda::Route> route;

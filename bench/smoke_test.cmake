@@ -1,7 +1,7 @@
 # ctest smoke test of fgl_bench on the CPU: it exits 0 and its --json output
 # is an array of records with the expected keys; with --fgl-only the other
 # computations' columns are empty; with --route the record names the route
-# that ran.
+# that ran; --random draws the same shapes for the same seed.
 # Usage: cmake -DFGL_BENCH=<fgl_bench> -DJSON=<out.json> -P smoke_test.cmake
 
 # Runs fgl_bench on the CPU with ARGN and --json, failing unless it exits 0;
@@ -93,3 +93,52 @@ if(NOT route STREQUAL "gemm-slices" OR NOT out MATCHES " gemm-slices +[0-9-]")
   message(FATAL_ERROR "--route gemm-slices: the record names \"${route}\"")
 endif()
 message(STATUS "fgl_bench smoke test: --route names the route that ran")
+
+# --random: the same seed draws the same shapes on every run, inside the
+# decode sweep's ranges, and another seed others; --list prints the cases
+# without running them.
+function(list_cases out_var)
+  execute_process(
+    COMMAND "${FGL_BENCH}" --device cpu ${ARGN} --list
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "fgl_bench ${ARGN} --list exited with ${rc}: ${err}")
+  endif()
+  set(${out_var} "${out}" PARENT_SCOPE)
+endfunction()
+list_cases(first --random 40 --seed 7 --dtypes float32,bfloat16)
+list_cases(again --random 40 --seed 7 --dtypes float32,bfloat16)
+list_cases(other --random 40 --seed 8 --dtypes float32,bfloat16)
+list_cases(default_seed --random 40 --dtypes float32,bfloat16)
+if(NOT first STREQUAL again)
+  message(FATAL_ERROR "--random 40 --seed 7 drew other shapes the second time")
+endif()
+if(first STREQUAL other OR first STREQUAL default_seed)
+  message(FATAL_ERROR "--seed 7, 8 and the default drew the same shapes")
+endif()
+string(REGEX MATCHALL "[^\n]+" lines "${first}")
+list(LENGTH lines n)
+if(NOT n EQUAL 80)
+  message(FATAL_ERROR "--random 40 over two dtypes listed ${n} cases, not 80")
+endif()
+foreach(line IN LISTS lines)
+  if(NOT line MATCHES "^([0-9]+),([0-9]+),([0-9]+),([0-9]+) (float32|bfloat16)$")
+    message(FATAL_ERROR "--list printed \"${line}\", not \"R,B,H,K dtype\"")
+  endif()
+  math(EXPR contraction "${CMAKE_MATCH_1} * ${CMAKE_MATCH_3}")
+  if(contraction LESS 32 OR contraction GREATER 16384 OR
+     CMAKE_MATCH_2 LESS 1 OR CMAKE_MATCH_2 GREATER 256 OR
+     CMAKE_MATCH_4 LESS 8 OR CMAKE_MATCH_4 GREATER 32768)
+    message(FATAL_ERROR "--random drew ${line}, outside its ranges")
+  endif()
+endforeach()
+# Both lists of cases, or a seed without --random: a usage error.
+foreach(args "--random;2;--shapes;1,1,8,8" "--seed;3")
+  execute_process(
+    COMMAND "${FGL_BENCH}" --device cpu ${args} --list
+    RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "--random")
+    message(FATAL_ERROR "fgl_bench ${args}: exit ${rc}, \"${err}\"")
+  endif()
+endforeach()
+message(STATUS "fgl_bench smoke test: --random draws by its seed")
