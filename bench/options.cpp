@@ -94,8 +94,8 @@ Options parse_options(int argc, const char* const* argv) {
     ("random", "N shapes drawn at random over the decode sweep's ranges "
      "instead of --shapes (R*H 32-16384, B 1-256, K 8-32768)",
      cxxopts::value<int>(), "N")
-    ("seed", "the seed of --random's draw (default 1): the same seed, the "
-     "same shapes", cxxopts::value<uint64_t>()->default_value("1"), "S")
+    ("seed", "the seed of --random's draw: the same seed, the same shapes",
+     cxxopts::value<uint64_t>()->default_value("1"), "S")
     ("dtypes", "dtypes of the --shapes or --random cases, e.g. "
      "float32,bfloat16 (default float32; otherwise: filters the built-in "
      "list)", cxxopts::value<std::string>(), "LIST")
