@@ -385,6 +385,44 @@ TEST(TensorCoreKernel, IsExactInEachFittedTileWidth) {
   }
 }
 
+// Where out is not the copy engine's (rows not 16-byte aligned: K odd, a
+// base one element in, or a transposed view, whose columns are B apart),
+// the Hopper kernel stores out from its registers: every element of a
+// NaN-poisoned out is written, close to float64, in the default and
+// ping-pong schedules and in every dtype.
+TEST(TensorCoreKernel, StoresOutItselfWhereTheCopyEngineCannot) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const at::Device dev(at::kCUDA, 0);
+  const ScopedTf32 tf32(false);
+  for (const auto route : {cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong}) {
+    const ScopedRoute forced(route);
+    for (const Shape& s :
+         std::vector<Shape>{{4, 300, 64, 520}, {3, 200, 40, 301}}) {
+      for (const auto dtype : supported_dtypes()) {
+        const auto x = random_tensor({s.R, s.B, s.H}, dtype, dev);
+        const auto w = random_tensor({s.K, s.R * s.H}, dtype, dev);
+        const auto b = random_tensor({s.K}, dtype, dev);
+        const auto ref = reference_gather_linear(x, w, b);
+        const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
+        const auto poisoned = [&](at::IntArrayRef size) {
+          return at::full(size, NAN, x.options());
+        };
+        const std::vector<at::Tensor> outs = {
+            poisoned({s.B, s.K}), poisoned({s.B, s.K + 1}).narrow(1, 1, s.K),
+            poisoned({s.K, s.B}).t()};
+        for (size_t i = 0; i < outs.size(); ++i) {
+          SCOPED_TRACE(::testing::Message()
+                       << cuda::route_name(route) << " " << s << " " << dtype
+                       << " out layout " << i);
+          auto out = outs[i];
+          gather_linear_out(out, x, w, b);
+          EXPECT_TRUE(matches_reference(out, ref, ref_abs));
+        }
+      }
+    }
+  }
+}
+
 // The Hopper kernel's default schedule with the last round of tiles cut
 // along their steps (ops/cuda/tile_schedule.h), in float32's three
 // products over 128 x 128 tiles (23,1536,128,1536: 144 tiles, 12 of them

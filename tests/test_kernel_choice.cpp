@@ -1051,6 +1051,15 @@ TEST(KernelChoice, ShortFloatContractionsOfAFewRowsTakeTheWarpMmaKernel) {
                 {1, 16, 112, 18224},
                 {2, 2, 96, 16384}},
                4, Route::kWarpMma);
+  // 17 to 64 rows below 2 MiB of weight.
+  expect_route({{1, 36, 80, 1352},
+                {1, 24, 80, 1352},
+                {1, 64, 80, 1352},
+                {1, 36, 80, 4096},
+                {4, 36, 32, 1352}},
+               4, Route::kWarpMma);
+  EXPECT_NE(choose_route(h200_wgmma(1, 42, 32, 31832, 4)), Route::kWarpMma);
+  EXPECT_NE(choose_route(h200_wgmma(1, 96, 80, 1352, 4)), Route::kWarpMma);
   // One row, more rows, less weight, or TF32 allowed: as before.
   EXPECT_EQ(choose_route(h200_wgmma(2, 1, 64, 16384, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200_wgmma(4, 12, 32, 56, 4)), Route::kWarpDot);
@@ -1081,10 +1090,47 @@ TEST(KernelChoice, HalfTypesOfSeventeenToThirtyTwoRowsStreamOnFullGrids) {
                 {24, 24, 128, 4096},
                 {32, 20, 128, 6144}},
                2, Route::kStream);
-  // Up to 16 rows and past 32 (the short contractions' band) x may sit in a
-  // slab.
-  expect_route({{32, 16, 80, 4096}, {32, 64, 80, 256}, {16, 128, 96, 512}}, 2,
+  // Past 32 rows (the short contractions' band) x may sit in a slab.
+  expect_route({{32, 64, 80, 256}, {16, 128, 96, 512}}, 2, Route::kStream);
+}
+
+TEST(KernelChoice, FloatPastOneRowTileStreamsInThreeWavesAtMost) {
+  // Two row tiles of 32 rows stream in up to three waves of blocks; one
+  // row tile streams in more.
+  expect_route({{8, 48, 64, 12288}, {8, 33, 64, 8192}, {8, 24, 64, 32768}}, 4,
                Route::kStream);
+  // Past three waves the three-product Hopper kernel takes them where the
+  // copy engine can store out's rows,
+  expect_route({{8, 48, 64, 16384},
+                {8, 40, 64, 14000},
+                {16, 48, 64, 32768},
+                {32, 48, 128, 32768}},
+               4, Route::kWgmma);
+  // and where it cannot (K not a multiple of 4), cat + cuBLAS, up to 64
+  // rows; past them the Hopper kernel still wins.
+  expect_route({{8, 61, 64, 21227},
+                {12, 50, 64, 21181},
+                {8, 48, 64, 21226},
+                {16, 48, 64, 21227},
+                {8, 36, 64, 21227},
+                {8, 64, 64, 21227}},
+               4, Route::kCublasCat);
+  expect_route({{8, 128, 64, 21227}, {8, 209, 64, 21227}}, 4, Route::kWgmma);
+}
+
+TEST(KernelChoice, HalfTypesWithXInASlabKeepTheWarpMmaKernel) {
+  // Up to 16 rows and 64 MiB the streaming kernel takes 16-bit problems
+  // from the warp-mma kernel only where x's stage tiles ride in its ring
+  // (H a multiple of 64 half elements).
+  expect_route({{32, 16, 80, 4096},
+                {16, 14, 112, 4968},
+                {16, 14, 112, 8192},
+                {32, 6, 112, 8192},
+                {64, 8, 96, 4096},
+                {16, 16, 80, 16384}},
+               2, Route::kWarpMma);
+  expect_route({{32, 16, 128, 4096}, {16, 14, 128, 8192}, {64, 8, 128, 4096}},
+               2, Route::kStream);
 }
 
 TEST(KernelChoice, HalfTypesPastThirtyTwoRowsStreamOrTakeTheWarpMmaKernel) {

@@ -48,6 +48,11 @@ constexpr int64_t kMinStreamWeightFloatLarge = int64_t{16} << 20;
 constexpr int64_t kMaxStreamWeightFloatLarge = int64_t{128} << 20;
 constexpr int64_t kMaxStreamWeightFloatMid = int64_t{32} << 20;
 constexpr int64_t kMaxStreamWeightFloatSmall = int64_t{2} << 20;
+// Past one row tile, float32 streams in at most this many waves of blocks:
+// each wave pays a block's start and tail again (about 4 us on an H100,
+// "v57"), and cuBLAS won past three (8,33-48,64,16384-32768 0.74-0.97x,
+// 16-24,48,64,32768 0.85-0.89x; three waves won 1.27-1.46x).
+constexpr int64_t kMaxStreamWavesFloatRowTiles = 3;
 // float32 under TF32: cuBLAS's one pass reads the weight once to 128 rows,
 // and the kernel (three products) lost past 16 ("v28": 32,32,128,4096 0.84x).
 constexpr int64_t kMaxStreamRowsFloatTf32 = 16;
@@ -131,6 +136,12 @@ constexpr int64_t kMinWarpMmaContractionFloat = 256;
 // 1,2,128,16384 and 1,16,128,4096 ("v56", an H100: 1,2-16,64-128,4096-16384;
 // the H200: 1,16,112-128,18224 1.49-1.63x, the stream 0.82-0.99x).
 constexpr int64_t kMaxWarpMmaRowsShortFloat = 16;
+// From 17 to 64 rows it won there below 2 MiB of weight (2.0-2.3x against
+// cat + cuBLAS, where the warp-dot kernel and cuBLAS's gathered view had
+// 0.89-1.31x: "v57", an H100, 1-4,24-64,32-128,1352-4096); 4 MiB over a
+// long K lost ("v56": 1,42,32,31832 0.93x).
+constexpr int64_t kMaxWarpMmaRowsShortFloatLight = 64;
+constexpr int64_t kMaxWarpMmaWeightShortFloatLight = int64_t{2} << 20;
 constexpr int64_t kMaxWarpMmaRowsFloat = 128;
 constexpr int64_t kWarpMmaMaxWeightFloat = int64_t{64} << 20;
 constexpr int64_t kWarpMmaStreamWeightFloat = int64_t{4} << 20;
@@ -165,6 +176,10 @@ constexpr int64_t kMaxFusedWeightHalfTwoTiles = int64_t{64} << 20;
 // rows from 32 MiB (32,8,128,4096 10.49 against 10.99; 64,16,128,4096
 // 18.93 against 20.24), up to kMaxFusedWeightHalfTwoTiles; fewer rows and
 // less weight kept the warp-mma kernel (32,1,128,4096 10.33 against 10.43).
+// Only where x's stage tiles ride in the streaming kernel's ring: with x in
+// a slab the warp-mma kernel kept the lead ("v57", an H100: 6-16 rows over
+// H of 80-112 and 13-59 MiB, 1.13-1.36x against the stream's 0.96-1.18x;
+// 24,12-16,112,6144 1.00x against 1.02-1.08x).
 constexpr int64_t kStreamOverWarpMmaWeightHalf = int64_t{16} << 20;
 constexpr int64_t kStreamOverWarpMmaRowsHalfLarge = 4;
 constexpr int64_t kStreamOverWarpMmaWeightHalfLarge = int64_t{32} << 20;
@@ -292,6 +307,12 @@ constexpr int64_t kMinWgmmaSplitTiles = 64;
 // 1,179,96,10600 0.95x; 2,100,64,8192 1.16x, 1,128,32,8192 1.09x).
 constexpr int64_t kMinWgmmaSplitAnyFillContraction = 256;
 constexpr int64_t kMinWgmmaSplitLastTileRowsShort = 96;
+// Up to this many rows it lost too where out's rows are not 16-byte
+// aligned (K not a multiple of 4), so that the copy engine cannot store
+// them ("v57", an H100: 8,36-64,64,21226-21227 0.64-0.80x, 16,48-64,64,21227
+// 0.91-0.93x, where 8,48,64,21224 took 0.98x; 128 and 209 rows still won
+// 1.35x and 1.61x at K = 21227).
+constexpr int64_t kMaxWgmmaSplitRowsUnalignedOut = 64;
 // There it also beat the streaming and warp-mma kernels, whose row tiles
 // each read the weight ("v37": 8,64-128,64,16384 1.35-2.1x against their
 // 0.73-1.01x; 16,128,64,16384 and 16,128,128,8192 2.3x and 1.46x against
@@ -325,6 +346,12 @@ int64_t last_tile_rows(int64_t rows, int64_t tile) {
 // Whether a grid of `blocks` covers the GPU (kFullGridEighths).
 bool covers_gpu(int64_t blocks, const Problem& p) {
   return blocks * 8 >= p.sm_count * kFullGridEighths;
+}
+
+// Whether out's rows, as the op allocates them, are whole multiples of 16
+// bytes: what the copy engine needs to store them.
+bool out_rows_aligned(const Problem& p) {
+  return p.K * p.element_size % 16 == 0;
 }
 
 int64_t weight_bytes(const Problem& p) {
@@ -378,18 +405,32 @@ bool stream_takes_float(const Problem& p) {
          weight_bytes(p) >= kMinFloatWeightBytes;
 }
 
-// The measured table's verdict for the streaming kernel on 16-bit problems
-// of 17 to 32 rows: one row tile of 32.
-bool stream_wins_half_large(const Problem& p) {
+// The streaming plan the measured table takes for float32 `p`, or none.
+std::optional<StreamPlan> stream_plan_float(const Problem& p) {
+  if (!stream_takes_float(p)) return std::nullopt;
+  auto plan = plan_stream(p);
+  if (!plan || plan->row_tiles == 1) return plan;
+  const int64_t blocks = plan->column_tiles * plan->row_tiles * plan->splits;
+  if (blocks > kMaxStreamWavesFloatRowTiles * p.sm_count) return std::nullopt;
+  return plan;
+}
+
+// The streaming plan the measured table takes for 16-bit problems of 17 to
+// 32 rows (one row tile of 32), or none: its grid decides, so the verdict is
+// the plan itself.
+std::optional<StreamPlan> stream_plan_half_large(const Problem& p) {
   if (p.B <= kMaxStreamRowsHalf || p.B > kMaxStreamRowsHalfLarge ||
       weight_bytes(p) < kMinStreamWeightHalfLarge || !stream_x_fits_ring(p)) {
-    return false;
+    return std::nullopt;
   }
-  const auto plan = plan_stream(p);
-  if (!plan) return false;
+  auto plan = plan_stream(p);
+  if (!plan) return std::nullopt;
   const int64_t blocks = plan->column_tiles * plan->row_tiles * plan->splits;
-  return blocks <= p.sm_count &&
-         blocks * 100 >= p.sm_count * kMinStreamGridPercentHalfLarge;
+  if (blocks > p.sm_count ||
+      blocks * 100 < p.sm_count * kMinStreamGridPercentHalfLarge) {
+    return std::nullopt;
+  }
+  return plan;
 }
 
 // The measured table's verdict for the streaming kernel on 16-bit problems
@@ -432,8 +473,11 @@ bool warp_mma_wins(const Problem& p) {
     // Under TF32 cuBLAS takes one pass, this kernel still three.
     if (p.tf32_allowed) return false;
     if (p.R * p.H < kMinWarpMmaContractionFloat) {
-      return p.B >= 2 && p.B <= kMaxWarpMmaRowsShortFloat &&
-             weight >= kMinFloatWeightBytes;
+      if (p.B > kMaxWarpMmaRowsShortFloat) {
+        return p.B <= kMaxWarpMmaRowsShortFloatLight &&
+               weight < kMaxWarpMmaWeightShortFloatLight;
+      }
+      return p.B >= 2 && weight >= kMinFloatWeightBytes;
     }
     if (p.B > warp_mma::kRowsPerTile / 2 && p.B <= warp_mma::kRowsPerTile) {
       // The streaming kernel's copies of several stages overtook it where
@@ -475,7 +519,7 @@ bool warp_mma_wins(const Problem& p) {
   if (p.B >= 2 && p.B <= 4 && weight <= kWarpDotMaxReadHalf) {
     return false;
   }
-  if (weight <= kMaxFusedWeightHalfTwoTiles &&
+  if (weight <= kMaxFusedWeightHalfTwoTiles && stream_x_fits_ring(p) &&
       ((p.B > warp_mma::kRowsPerTile &&
         weight >= kStreamOverWarpMmaWeightHalf) ||
        (p.B > kStreamOverWarpMmaRowsHalfLarge &&
@@ -549,6 +593,9 @@ bool wgmma_wins(const Problem& p) {
       return wgmma_tiles(p) >= kMinWgmmaTf32Tiles && p.K <= kMaxWgmmaTf32K &&
              p.R * p.H >= kMinWgmmaTf32Contraction &&
              weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
+    }
+    if (p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p)) {
+      return false;
     }
     return wgmma_tiles(p) >= kMinWgmmaSplitTiles &&
            (p.R * p.H >= kMinWgmmaSplitAnyFillContraction ||
@@ -1004,15 +1051,15 @@ RouteChoice choose(const Problem& p) {
   if (p.arch == kMeasuredArch && warp_dot_wins(p)) {
     if (auto plan = plan_warp_dot(p)) return taking(*plan);
   }
-  bool stream = false;
   if (p.element_size == 2) {
-    stream = p.B <= kMaxStreamRowsHalf || stream_wins_half_large(p) ||
-             stream_wins_half_long(p);
-  } else if (p.element_size == 4) {
-    stream = stream_takes_float(p);
+    if (auto plan = stream_plan_half_large(p)) return taking(*plan);
+  }
+  if (p.element_size == 4) {
+    if (auto plan = stream_plan_float(p)) return taking(*plan);
   }
   // Planned only where the table streams: the call's host-side cost.
-  if (stream) {
+  if (p.element_size == 2 &&
+      (p.B <= kMaxStreamRowsHalf || stream_wins_half_long(p))) {
     if (auto plan = plan_stream(p)) return taking(*plan);
   }
   // Where slower memory takes the split's margin, the reference's route,
