@@ -399,6 +399,11 @@ int64_t max_stream_rows_float(const Problem& p) {
   return kMaxStreamRowsFloat;
 }
 
+// The blocks of a streaming plan's grid.
+int64_t stream_blocks(const StreamPlan& plan) {
+  return plan.column_tiles * plan.row_tiles * plan.splits;
+}
+
 // Whether the measured table streams float32 `p`.
 bool stream_takes_float(const Problem& p) {
   return p.B <= max_stream_rows_float(p) &&
@@ -410,8 +415,9 @@ std::optional<StreamPlan> stream_plan_float(const Problem& p) {
   if (!stream_takes_float(p)) return std::nullopt;
   auto plan = plan_stream(p);
   if (!plan || plan->row_tiles == 1) return plan;
-  const int64_t blocks = plan->column_tiles * plan->row_tiles * plan->splits;
-  if (blocks > kMaxStreamWavesFloatRowTiles * p.sm_count) return std::nullopt;
+  if (stream_blocks(*plan) > kMaxStreamWavesFloatRowTiles * p.sm_count) {
+    return std::nullopt;
+  }
   return plan;
 }
 
@@ -425,7 +431,7 @@ std::optional<StreamPlan> stream_plan_half_large(const Problem& p) {
   }
   auto plan = plan_stream(p);
   if (!plan) return std::nullopt;
-  const int64_t blocks = plan->column_tiles * plan->row_tiles * plan->splits;
+  const int64_t blocks = stream_blocks(*plan);
   if (blocks > p.sm_count ||
       blocks * 100 < p.sm_count * kMinStreamGridPercentHalfLarge) {
     return std::nullopt;
@@ -440,6 +446,22 @@ bool stream_wins_half_long(const Problem& p) {
   return p.B > kMaxStreamRowsHalfLarge && p.B <= kMaxStreamRowsHalfLong &&
          wgmma_half_steps(p) > kMaxWgmmaStationarySteps &&
          row_tiles * weight_bytes(p) <= kMaxStreamReadHalfLong;
+}
+
+// The streaming plan the measured table takes for `p`, or none; planned
+// only where the table streams (the call's host-side cost).
+std::optional<StreamPlan> stream_plan_by_table(const Problem& p) {
+  switch (p.element_size) {
+    case 2:
+      if (p.B <= kMaxStreamRowsHalf || stream_wins_half_long(p)) {
+        return plan_stream(p);
+      }
+      return stream_plan_half_large(p);
+    case 4:
+      return stream_plan_float(p);
+    default:
+      return std::nullopt;
+  }
 }
 
 // The measured table's verdict for the warp-dot kernel on the H200.
@@ -485,7 +507,7 @@ bool warp_mma_wins(const Problem& p) {
       // 96 of a three-way split at K = 2048 were not measured).
       if (const auto plan = plan_stream(p);
           plan && plan->copy_stages > 1 &&
-          covers_gpu(plan->column_tiles * plan->row_tiles * plan->splits, p)) {
+          covers_gpu(stream_blocks(*plan), p)) {
         return false;
       }
       return weight >= kMinWarpMmaOneTileWeightFloat &&
@@ -1051,17 +1073,7 @@ RouteChoice choose(const Problem& p) {
   if (p.arch == kMeasuredArch && warp_dot_wins(p)) {
     if (auto plan = plan_warp_dot(p)) return taking(*plan);
   }
-  if (p.element_size == 2) {
-    if (auto plan = stream_plan_half_large(p)) return taking(*plan);
-  }
-  if (p.element_size == 4) {
-    if (auto plan = stream_plan_float(p)) return taking(*plan);
-  }
-  // Planned only where the table streams: the call's host-side cost.
-  if (p.element_size == 2 &&
-      (p.B <= kMaxStreamRowsHalf || stream_wins_half_long(p))) {
-    if (auto plan = plan_stream(p)) return taking(*plan);
-  }
+  if (auto plan = stream_plan_by_table(p)) return taking(*plan);
   // Where slower memory takes the split's margin, the reference's route,
   // not the next fused one: the table never measured those there.
   if (wgmma_split_wins(p) && can_run_wgmma_split(p)) {
