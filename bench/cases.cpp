@@ -147,7 +147,7 @@ Floor roofline(const Case& c, bool tf32) {
   const double elem = static_cast<double>(c10::elementSize(c.dtype));
   const double R = c.R, B = c.B, H = c.H, K = c.K;
   Floor f;
-  f.bytes = elem * (R * B * H + K * R * H + K + B * K);
+  f.bytes = elem * (R * B * H + K * R * H + (c.bias ? K : 0) + B * K);
   f.flops = 2.0 * B * K * R * H;
   double peak = kFp32SimtFlopsPerS;
   if (c.dtype == c10::kFloat && tf32) peak = kTf32FlopsPerS;

@@ -11,10 +11,11 @@
 
 namespace fgl::bench {
 
-/// One problem: x [R, B, H], weight [K, R*H], bias [K], out [B, K].
+/// One problem: x [R, B, H], weight [K, R*H], bias [K] or none, out [B, K].
 struct Case {
   int64_t R = 0, B = 0, H = 0, K = 0;
   c10::ScalarType dtype = c10::ScalarType::Float;
+  bool bias = true;
 };
 
 /// "R,B,H,K" (shapes only, no dtype).

@@ -22,7 +22,8 @@ const char* computation_name(Computation c) {
 }
 
 int64_t Inputs::nbytes() const {
-  return static_cast<int64_t>(x.nbytes() + weight.nbytes() + bias.nbytes());
+  return static_cast<int64_t>(x.nbytes() + weight.nbytes() +
+                              (bias.defined() ? bias.nbytes() : 0));
 }
 
 Inputs random_inputs(const Case& c, const c10::Device& device) {
@@ -31,7 +32,7 @@ Inputs random_inputs(const Case& c, const c10::Device& device) {
   Inputs in;
   in.x = at::randn({c.R, c.B, c.H}, opts).to(c.dtype);
   in.weight = at::randn({c.K, c.R * c.H}, opts).mul_(w_scale).to(c.dtype);
-  in.bias = at::randn({c.K}, opts).to(c.dtype);
+  if (c.bias) in.bias = at::randn({c.K}, opts).to(c.dtype);
   return in;
 }
 
@@ -55,7 +56,7 @@ std::array<double, kComputations.size()> relative_errors(
     const Case& c, const c10::Device& device, bool fgl_only) {
   const Inputs in = random_inputs(c, device);
   const auto to_ref = [](const at::Tensor& t) {
-    return t.to(at::kCPU).to(at::kDouble);
+    return t.defined() ? t.to(at::kCPU).to(at::kDouble) : t;
   };
   const at::Tensor ref = at::linear(at::cat(to_ref(in.x).unbind(0), -1),
                                     to_ref(in.weight), to_ref(in.bias));

@@ -36,7 +36,7 @@ const char* computation_name(Computation c);
 struct Inputs {
   at::Tensor x;       // [R, B, H]
   at::Tensor weight;  // [K, R*H]
-  at::Tensor bias;    // [K]
+  at::Tensor bias;    // [K], or undefined: none
 
   /// Bytes of x, weight and bias together.
   int64_t nbytes() const;

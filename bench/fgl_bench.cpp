@@ -99,6 +99,9 @@ void print_preamble(const Options& opt, const fgl::bench::RunInfo& info) {
   } else {
     std::printf("routing: the policy's\n");
   }
+  if (!opt.cases.empty() && !opt.cases.front().bias) {
+    std::printf("bias: none (--no-bias)\n");
+  }
   std::printf("TF32 in cuBLAS float32 matmuls: %s\n",
               info.tf32 ? "on (--allow-tf32)" : "off");
   if (opt.run.fgl_only) {

@@ -119,6 +119,8 @@ Options parse_options(int argc, const char* const* argv) {
      cxxopts::value<std::string>()->default_value("policy"), "ROUTE")
     ("allow-tf32", "allow TF32 in cuBLAS float32 matmuls "
      "(float32 matmul precision \"high\")")
+    ("no-bias", "cases without a bias (as attention's output projections "
+     "often are)")
     ("fgl-only", "run the fused op alone, for a profiler or sanitizer to "
      "see no other kernel (its error is still checked against float64)")
     ("h,help", "print this help");
@@ -192,6 +194,9 @@ Options parse_options(int argc, const char* const* argv) {
             ": no built-in case has these dtypes; give --shapes");
       }
     }
+  }
+  if (r.count("no-bias")) {
+    for (Case& c : opt.cases) c.bias = false;
   }
   return opt;
 }

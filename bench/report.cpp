@@ -89,6 +89,7 @@ nlohmann::json case_record(const CaseResult& r, const RunInfo& info) {
   j["K"] = r.c.K;
   j["shape"] = shape_string(r.c);
   j["dtype"] = c10::getDtypeNames(r.c.dtype).first;
+  j["bias"] = r.c.bias;
   j["route"] = r.route;
   j["bytes"] = r.floor.bytes;
   j["flops"] = r.floor.flops;

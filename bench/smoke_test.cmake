@@ -1,7 +1,8 @@
 # ctest smoke test of fgl_bench on the CPU: it exits 0 and its --json output
 # is an array of records with the expected keys; with --fgl-only the other
-# computations' columns are empty; with --route the record names the route
-# that ran; --random draws the same shapes for the same seed.
+# computations' columns are empty; --no-bias runs without one; with --route
+# the record names the route that ran; --random draws the same shapes for the
+# same seed.
 # Usage: cmake -DFGL_BENCH=<fgl_bench> -DJSON=<out.json> -P smoke_test.cmake
 
 # Runs fgl_bench on the CPU with ARGN and --json, failing unless it exits 0;
@@ -31,7 +32,7 @@ string(JSON n LENGTH "${json}")
 if(NOT n EQUAL 2)
   message(FATAL_ERROR "expected 2 records (float32, bfloat16), got ${n}")
 endif()
-set(keys device device_name timing tf32 memory_gbps R B H K shape dtype route
+set(keys device device_name timing tf32 memory_gbps R B H K shape dtype bias route
     bytes flops
     bytes_floor_us flops_floor_us floor_us
     fgl_us fgl_p10_us fgl_p90_us fgl_rel_err
@@ -82,6 +83,22 @@ foreach(key cat_linear_us cat_linear_rel_err permute_linear_us
   endif()
 endforeach()
 message(STATUS "fgl_bench smoke test: --fgl-only leaves the others out")
+
+# --no-bias: every computation runs without one (the bytes count none), the
+# fused op still checked against float64; the records above had one.
+string(JSON with_bias GET "${json}" 0 bias)
+run_bench(--shapes 3,5,7,9 --no-bias)
+string(JSON bias GET "${json}" 0 bias)
+string(JSON bytes GET "${json}" 0 bytes)
+string(JSON err GET "${json}" 0 fgl_rel_err)
+string(JSON cat_err GET "${json}" 0 cat_linear_rel_err)
+# float32: 4 * (x 3*5*7 + weight 9*21 + out 5*9) bytes.
+if(NOT out MATCHES "bias: none" OR NOT with_bias OR bias OR NOT bytes EQUAL 1356
+   OR NOT err LESS 1e-5 OR NOT cat_err LESS 1e-5)
+  message(FATAL_ERROR "--no-bias: bias ${bias} (before: ${with_bias}), "
+                      "bytes ${bytes}, errors ${err} / ${cat_err}")
+endif()
+message(STATUS "fgl_bench smoke test: --no-bias runs without one")
 
 # --route: the forced route ran, and the table and the record say so.
 run_bench(--shapes 2,3,8,5 --route gemm-slices)
