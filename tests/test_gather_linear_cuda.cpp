@@ -401,22 +401,25 @@ TEST(TensorCoreKernel, StoresOutItselfWhereTheCopyEngineCannot) {
       for (const auto dtype : supported_dtypes()) {
         const auto x = random_tensor({s.R, s.B, s.H}, dtype, dev);
         const auto w = random_tensor({s.K, s.R * s.H}, dtype, dev);
-        const auto b = random_tensor({s.K}, dtype, dev);
-        const auto ref = reference_gather_linear(x, w, b);
-        const auto ref_abs = reference_gather_linear(x.abs(), w.abs(), b.abs());
-        const auto poisoned = [&](at::IntArrayRef size) {
-          return at::full(size, NAN, x.options());
-        };
-        const std::vector<at::Tensor> outs = {
-            poisoned({s.B, s.K}), poisoned({s.B, s.K + 1}).narrow(1, 1, s.K),
-            poisoned({s.K, s.B}).t()};
-        for (size_t i = 0; i < outs.size(); ++i) {
-          SCOPED_TRACE(::testing::Message()
-                       << cuda::route_name(route) << " " << s << " " << dtype
-                       << " out layout " << i);
-          auto out = outs[i];
-          gather_linear_out(out, x, w, b);
-          EXPECT_TRUE(matches_reference(out, ref, ref_abs));
+        for (const auto& b : {random_tensor({s.K}, dtype, dev), at::Tensor()}) {
+          const auto ref = reference_gather_linear(x, w, b);
+          const auto ref_abs = reference_gather_linear(
+              x.abs(), w.abs(), b.defined() ? b.abs() : b);
+          const auto poisoned = [&](at::IntArrayRef size) {
+            return at::full(size, NAN, x.options());
+          };
+          const std::vector<at::Tensor> outs = {
+              poisoned({s.B, s.K}), poisoned({s.B, s.K + 1}).narrow(1, 1, s.K),
+              poisoned({s.K, s.B}).t()};
+          for (size_t i = 0; i < outs.size(); ++i) {
+            SCOPED_TRACE(::testing::Message()
+                         << cuda::route_name(route) << " " << s << " " << dtype
+                         << " out layout " << i
+                         << (b.defined() ? "" : ", no bias"));
+            auto out = outs[i];
+            gather_linear_out(out, x, w, b);
+            EXPECT_TRUE(matches_reference(out, ref, ref_abs));
+          }
         }
       }
     }

@@ -33,11 +33,22 @@ __device__ __forceinline__ float settled(float sum,
 
 // Adds the bias, rounds once and stores the block's accumulators where out
 // is not the copy engine's; pairs of adjacent columns go out as one
-// 4-byte store where out allows it.
+// 4-byte store where out allows it. `bias` is the tile's in shared memory
+// from column n0 (zeros without one). The bias is added to every sum
+// before the first store: a load queued behind the stores would wait for
+// them.
 template <bool kSplit, typename T, typename Accum, typename Coords>
 __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
-                                           const Accum& accum,
-                                           const Coords& coords) {
+                                           Accum& accum, const Coords& coords,
+                                           const float* bias, int n0) {
+  CUTE_UNROLL
+  for (int i = 0; i < size(accum); i += 2) {
+    const int m = get<0>(coords(i));
+    const int n = get<1>(coords(i));
+    const float* b = bias + (n - n0);
+    accum(i) = settled<kSplit>(accum(i), p, m, n) + b[0];
+    accum(i + 1) = settled<kSplit>(accum(i + 1), p, m, n + 1) + b[1];
+  }
   const bool pairs = p.out_stride_k == 1 && p.out_stride_b % 2 == 0 &&
                      reinterpret_cast<uintptr_t>(p.out) % sizeof(Pair<T>) == 0;
   CUTE_UNROLL
@@ -45,21 +56,16 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
     const int m = get<0>(coords(i));
     const int n = get<1>(coords(i));
     if (m >= p.B || n >= p.K) continue;
-    float v0 = settled<kSplit>(accum(i), p, m, n);
-    float v1 = settled<kSplit>(accum(i + 1), p, m, n + 1);
-    if (p.bias != nullptr) {
-      v0 += to_acc(p.bias[n * p.bias_stride]);
-      if (n + 1 < p.K) v1 += to_acc(p.bias[(n + 1) * p.bias_stride]);
-    }
     T* row = p.out + m * p.out_stride_b;
     if (pairs && n + 1 < p.K) {
       Pair<T> pair;
-      pair.x = from_acc<T>(v0);
-      pair.y = from_acc<T>(v1);
+      pair.x = from_acc<T>(accum(i));
+      pair.y = from_acc<T>(accum(i + 1));
       *reinterpret_cast<Pair<T>*>(row + n) = pair;
     } else {
-      row[n * p.out_stride_k] = from_acc<T>(v0);
-      if (n + 1 < p.K) row[(n + 1) * p.out_stride_k] = from_acc<T>(v1);
+      row[n * p.out_stride_k] = from_acc<T>(accum(i));
+      if (n + 1 < p.K)
+        row[(n + 1) * p.out_stride_k] = from_acc<T>(accum(i + 1));
     }
   }
 }

@@ -123,10 +123,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   params.is_leader = threadIdx.x == 0;
   params.num_consumers = kTileThreads;
   Pipeline pipeline(smem.pipeline, params, Shape<_1, _1, _1>{});
-  // Where out goes through the copy engine or the cluster adds its sums,
-  // warp 1 reads each tile's bias into shared memory while the tile before
+  // Warp 1 reads each tile's bias into shared memory while the tile before
   // is multiplied.
-  constexpr bool kBiasWarp = !std::is_same_v<TmaC, NoTmaStore> || kClusterSplit;
   using BiasPipeline = typename Cfg::BiasPipeline;
   typename BiasPipeline::Params bias_params;
   bias_params.role =
@@ -194,7 +192,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<40>();
-    if (kBiasWarp && threadIdx.x / 32 == 1) {
+    if (threadIdx.x / 32 == 1) {
       auto state = cutlass::make_producer_start_state<BiasPipeline>();
       for (int v = first_tile; v < shares_end; v += tile_stride) {
         const int tile = share_at(v).tile;
@@ -462,20 +460,20 @@ __global__ void __launch_bounds__(kThreads, 1)
           stores = meet_in_tail<Cfg>(tail, accum, smem.tail, tile, consumer);
         }
       }
-      if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
-        if (stores) store_tile<kSplit>(p, accum, coords);
-      } else {
-        bias_pipeline.consumer_wait(bias_read);
-        if (stores) {
+      bias_pipeline.consumer_wait(bias_read);
+      const float* bias = smem.bias[bias_read.index()];
+      if (stores) {
+        if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
+          store_tile<kSplit>(p, accum, coords, bias, n_block * kBN);
+        } else {
           // The tile's 64-row chunk this group stores.
           const int m_chunk = Cfg::kPingpong ? m_block : 2 * m_block + group;
-          store_pieces<Cfg>(tma_c, p, accum, smem.c[group],
-                            smem.bias[bias_read.index()], m_chunk, n_block,
-                            consumer, pieces);
+          store_pieces<Cfg>(tma_c, p, accum, smem.c[group], bias, m_chunk,
+                            n_block, consumer, pieces);
         }
-        bias_pipeline.consumer_release(bias_read);
-        ++bias_read;
       }
+      bias_pipeline.consumer_release(bias_read);
+      ++bias_read;
     }
     if (Cfg::kPingpong) pass_over_a_tile();
   }
