@@ -387,9 +387,12 @@ TEST(TensorCoreKernel, IsExactInEachFittedTileWidth) {
 
 // Where out is not the copy engine's (rows not 16-byte aligned: K odd, a
 // base one element in, or a transposed view, whose columns are B apart),
-// the Hopper kernel stores out from its registers: every element of a
-// NaN-poisoned out is written, close to float64, in the default and
-// ping-pong schedules and in every dtype.
+// the Hopper kernel stores out itself: a row at a time from shared memory
+// where out's columns are contiguous (in the half types rows starting on
+// and off a 4-byte word, the last piece of a row cut short), from its
+// registers in the transposed view. Every element of a NaN-poisoned out
+// is written, close to float64, in the default and ping-pong schedules and
+// in every dtype.
 TEST(TensorCoreKernel, StoresOutItselfWhereTheCopyEngineCannot) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const at::Device dev(at::kCUDA, 0);

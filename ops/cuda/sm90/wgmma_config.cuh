@@ -234,8 +234,17 @@ bool out_tma_ok(const GatherLinearParams<T>& p) {
          reinterpret_cast<uintptr_t>(p.out) % 16 == 0;
 }
 
-/// Stands for the store atom where out is written by plain stores.
+/// Stand for the store atom where the copy engine cannot write out (rows
+/// not 16-byte aligned): plain stores a row at a time from shared memory
+/// where out's columns are contiguous (RowStores), else from the
+/// accumulators (NoTmaStore).
 struct NoTmaStore {};
+struct RowStores {};
+
+/// Whether TmaC is the copy engine's store atom.
+template <typename TmaC>
+inline constexpr bool kCopyEngineStores =
+    !std::is_same_v<TmaC, NoTmaStore> && !std::is_same_v<TmaC, RowStores>;
 
 template <typename T>
 using Pair = typename Types<T>::Pair;

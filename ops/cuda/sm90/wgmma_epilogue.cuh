@@ -1,7 +1,9 @@
 // The Hopper tensor-core kernel's epilogues: a tile's float32 sums, the
-// bias added, rounded once and stored, by plain stores, through the copy
-// engine in pieces, or (the cluster split) after the cluster's blocks have
-// added their sums in split order. Torch-free.
+// bias added, rounded once and stored: through the copy engine in pieces,
+// by the same pieces written a row at a time where out's rows are not the
+// copy engine's, by plain stores where out's columns are strided, or (the
+// cluster split) after the cluster's blocks have added their sums in split
+// order. Torch-free.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -31,41 +33,58 @@ __device__ __forceinline__ float settled(float sum,
   return sum;
 }
 
-// Adds the bias, rounds once and stores the block's accumulators where out
-// is not the copy engine's; pairs of adjacent columns go out as one
-// 4-byte store where out allows it. `bias` is the tile's in shared memory
-// from column n0 (zeros without one). The bias is added to every sum
-// before the first store: a load queued behind the stores would wait for
-// them.
+// Adds the bias, rounds once and stores the block's accumulators where
+// out's columns are not contiguous (a transposed out), an element at a
+// time. `bias` is the tile's in shared memory from column n0 (zeros without
+// one). The bias is added to every sum before the first store: a load
+// queued behind the stores would wait for them.
 template <bool kSplit, typename T, typename Accum, typename Coords>
 __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
                                            Accum& accum, const Coords& coords,
                                            const float* bias, int n0) {
   CUTE_UNROLL
-  for (int i = 0; i < size(accum); i += 2) {
+  for (int i = 0; i < size(accum); ++i) {
     const int m = get<0>(coords(i));
     const int n = get<1>(coords(i));
-    const float* b = bias + (n - n0);
-    accum(i) = settled<kSplit>(accum(i), p, m, n) + b[0];
-    accum(i + 1) = settled<kSplit>(accum(i + 1), p, m, n + 1) + b[1];
+    accum(i) = settled<kSplit>(accum(i), p, m, n) + bias[n - n0];
   }
-  const bool pairs = p.out_stride_k == 1 && p.out_stride_b % 2 == 0 &&
-                     reinterpret_cast<uintptr_t>(p.out) % sizeof(Pair<T>) == 0;
   CUTE_UNROLL
-  for (int i = 0; i < size(accum); i += 2) {
+  for (int i = 0; i < size(accum); ++i) {
     const int m = get<0>(coords(i));
     const int n = get<1>(coords(i));
-    if (m >= p.B || n >= p.K) continue;
-    T* row = p.out + m * p.out_stride_b;
-    if (pairs && n + 1 < p.K) {
+    if (m < p.B && n < p.K) {
+      p.out[m * p.out_stride_b + n * p.out_stride_k] = from_acc<T>(accum(i));
+    }
+  }
+}
+
+// Writes a consumer warp group's share of one piece of the tile (its 64
+// rows, kChunkCols columns) into `sC`, the bias added, rounded once.
+template <typename Cfg, typename T, typename Accum, typename SmemC>
+__device__ __forceinline__ void stage_piece(const GatherLinearParams<T>& p,
+                                            const Accum& accum, SmemC& sC,
+                                            const float* bias, int piece,
+                                            int m_chunk, int n_block,
+                                            int thread) {
+  const int warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
+  constexpr int kCols = Cfg::kChunkCols;
+  // Accumulator i of the 64 x N wgmma layout: row 16 warp + g + 8 (i / 2
+  // % 2), column 8 (i / 4) + 2 t + i % 2.
+  CUTE_UNROLL
+  for (int j = 0; j < kCols / 8; ++j) {
+    CUTE_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      const int i = 4 * (piece * kCols / 8 + j) + 2 * half;
+      const int row = 16 * warp + g + 8 * half;
+      const int column = 8 * j + 2 * t;
+      const int m = m_chunk * kChunkRows + row;
+      const int n = n_block * Cfg::kBN + piece * kCols + column;
+      const float* b = bias + piece * kCols + column;
       Pair<T> pair;
-      pair.x = from_acc<T>(accum(i));
-      pair.y = from_acc<T>(accum(i + 1));
-      *reinterpret_cast<Pair<T>*>(row + n) = pair;
-    } else {
-      row[n * p.out_stride_k] = from_acc<T>(accum(i));
-      if (n + 1 < p.K)
-        row[(n + 1) * p.out_stride_k] = from_acc<T>(accum(i + 1));
+      pair.x = from_acc<T>(settled<Cfg::kSplitTf32>(accum(i), p, m, n) + b[0]);
+      pair.y = from_acc<T>(settled<Cfg::kSplitTf32>(accum(i + 1), p, m, n + 1) +
+                           b[1]);
+      *reinterpret_cast<Pair<T>*>(raw_pointer_cast(&sC(row, column))) = pair;
     }
   }
 }
@@ -80,7 +99,6 @@ __device__ __forceinline__ void store_pieces(
     Buffers& buffers, const float* bias, int m_chunk, int n_block, int consumer,
     int& pieces) {
   const int group = consumer / 128, thread = consumer % 128;
-  const int warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
   const uint32_t barrier = 1 + group;  // 0 is __syncthreads'
   Tensor mC = tma_c.get_tma_tensor(shape(out_tensor(p)));
   constexpr int kCols = Cfg::kChunkCols;
@@ -92,26 +110,7 @@ __device__ __forceinline__ void store_pieces(
     // The copy engine has finished reading this buffer (two pieces ago).
     if (thread == 0) tma_store_wait<1>();
     cutlass::arch::NamedBarrier::sync(128, barrier);
-    // Accumulator i of the 64 x N wgmma layout: row 16 warp + g + 8 (i / 2
-    // % 2), column 8 (i / 4) + 2 t + i % 2.
-    CUTE_UNROLL
-    for (int j = 0; j < kCols / 8; ++j) {
-      CUTE_UNROLL
-      for (int half = 0; half < 2; ++half) {
-        const int i = 4 * (piece * kCols / 8 + j) + 2 * half;
-        const int row = 16 * warp + g + 8 * half;
-        const int column = 8 * j + 2 * t;
-        const int m = m_chunk * kChunkRows + row;
-        const int n = n_block * Cfg::kBN + piece * kCols + column;
-        const float* b = bias + piece * kCols + column;
-        Pair<T> pair;
-        pair.x =
-            from_acc<T>(settled<Cfg::kSplitTf32>(accum(i), p, m, n) + b[0]);
-        pair.y = from_acc<T>(
-            settled<Cfg::kSplitTf32>(accum(i + 1), p, m, n + 1) + b[1]);
-        *reinterpret_cast<Pair<T>*>(raw_pointer_cast(&sC(row, column))) = pair;
-      }
-    }
+    stage_piece<Cfg>(p, accum, sC, bias, piece, m_chunk, n_block, thread);
     tma_store_fence();  // the stores above, visible to the copy engine
     cutlass::arch::NamedBarrier::sync(128, barrier);
     if (thread == 0) {
@@ -123,6 +122,104 @@ __device__ __forceinline__ void store_pieces(
                         group_modes<0, 2>(gC));
       copy(tma_c, tCsC, tCgC);
       tma_store_arrive();
+    }
+  }
+}
+
+// Stores a consumer warp group's 64-row share of the tile where the copy
+// engine cannot (out's rows not 16-byte aligned, columns contiguous): the
+// same pieces as store_pieces' staged in shared memory, then each warp
+// writes 16 of a piece's rows, a row of 128 bytes a store instruction, a
+// 4-byte word a lane (stored from the accumulators, each instruction would
+// scatter over 8 rows). A warp reads a run of rows before it stores them: a
+// load queued behind stores waits for them.
+template <typename Cfg, typename T, typename Accum, typename Buffers>
+__device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
+                                           const Accum& accum, Buffers& buffers,
+                                           const float* bias, int m_chunk,
+                                           int n_block, int consumer,
+                                           int& pieces) {
+  const int group = consumer / 128, thread = consumer % 128;
+  const int warp = thread / 32, lane = thread % 32;
+  const uint32_t barrier = 1 + group;  // store_pieces'
+  constexpr int kCols = Cfg::kChunkCols;
+  constexpr int kRows = kChunkRows / 4;  // a warp's of a piece
+  constexpr int kRun = 8;                // rows read before they are stored
+  CUTE_UNROLL
+  for (int piece = 0; piece < Cfg::kBN / kCols; ++piece, ++pieces) {
+    auto& buffer = buffers[pieces % 2];
+    Tensor sC =
+        make_tensor(make_smem_ptr(buffer.begin()), typename Cfg::SmemLayoutC{});
+    stage_piece<Cfg>(p, accum, sC, bias, piece, m_chunk, n_block, thread);
+    // Every thread has written this piece, and read the buffer's last one
+    // (two pieces ago) before writing the one between.
+    cutlass::arch::NamedBarrier::sync(128, barrier);
+    const int n0 = n_block * Cfg::kBN + piece * kCols;
+    const int cols = min(kCols, static_cast<int>(p.K) - n0);
+    CUTE_UNROLL
+    for (int run = 0; run < kRows; run += kRun) {
+      const int first_row = kRows * warp + run;
+      const int rows =
+          min(kRun, static_cast<int>(p.B) - (m_chunk * kChunkRows + first_row));
+      if (rows <= 0 || cols <= 0) break;
+      T* const out =
+          p.out + (m_chunk * kChunkRows + first_row) * p.out_stride_b + n0;
+      if constexpr (sizeof(T) == 4) {
+        uint32_t words[kRun];
+        CUTE_UNROLL
+        for (int r = 0; r < kRun; ++r) {
+          words[r] = ptx::ld_shared_u32(
+              ptx::smem_addr(raw_pointer_cast(&sC(first_row + r, lane))));
+        }
+        CUTE_UNROLL
+        for (int r = 0; r < kRun; ++r) {
+          if (r < rows && lane < cols) {
+            *reinterpret_cast<uint32_t*>(out + r * p.out_stride_b + lane) =
+                words[r];
+          }
+        }
+      } else {
+        // Lane l stores columns c and c + 1, c = 2 l - shift, as one word
+        // where both are in the piece. A row that starts off a word (shift
+        // 1) leaves lane 0 its first column and, in the word's unused low
+        // half, its last.
+        const auto half_at = [&](int row, int column) -> uint32_t {
+          return ptx::ld_shared_u16(
+              ptx::smem_addr(raw_pointer_cast(&sC(row, column))));
+        };
+        const int first_shift =
+            static_cast<int>(reinterpret_cast<uintptr_t>(out) / 2 % 2);
+        const int odd_stride = static_cast<int>(p.out_stride_b % 2);
+        const auto shift_of = [&](int r) {
+          return first_shift ^ (r & odd_stride);
+        };
+        uint32_t words[kRun];
+        CUTE_UNROLL
+        for (int r = 0; r < kRun; ++r) {
+          const int row = first_row + r;
+          const int c = 2 * lane - shift_of(r);
+          words[r] = half_at(row, c >= 0 ? c : kCols - 1) | half_at(row, c + 1)
+                                                                << 16;
+        }
+        CUTE_UNROLL
+        for (int r = 0; r < kRun; ++r) {
+          if (r >= rows) continue;
+          const int shift = shift_of(r);
+          const int c = 2 * lane - shift;
+          T* const row = out + r * p.out_stride_b;
+          const bool low = c >= 0 && c < cols, high = c + 1 < cols;
+          if (low && high) {
+            *reinterpret_cast<uint32_t*>(row + c) = words[r];
+          } else {
+            if (low) *reinterpret_cast<uint16_t*>(row + c) = words[r] & 0xffff;
+            if (high)
+              *reinterpret_cast<uint16_t*>(row + c + 1) = words[r] >> 16;
+          }
+          if (c < 0 && kCols - 1 < cols) {
+            *reinterpret_cast<uint16_t*>(row + kCols - 1) = words[r] & 0xffff;
+          }
+        }
+      }
     }
   }
 }

@@ -23,7 +23,8 @@
 // ring of kStages stages (an mbarrier pipeline), two consumer warp groups
 // multiply with wgmma (64 x kBN each, float32 accumulators), add the bias
 // in float32, round once to T and hand the tile back through shared memory
-// to TMA stores, while the producer already fills the next tile's stages
+// to TMA stores (or, where out's rows are not the copy engine's, to stores
+// a row wide), while the producer already fills the next tile's stages
 // and a warp of the producer's group reads the next tile's bias. In the
 // ping-pong schedule (half types) each consumer warp group takes 64 x 256
 // tiles of its own instead, the two in turn, so that one's epilogue
@@ -463,11 +464,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       bias_pipeline.consumer_wait(bias_read);
       const float* bias = smem.bias[bias_read.index()];
       if (stores) {
+        // The tile's 64-row chunk this group stores.
+        const int m_chunk = Cfg::kPingpong ? m_block : 2 * m_block + group;
         if constexpr (std::is_same_v<TmaC, NoTmaStore>) {
           store_tile<kSplit>(p, accum, coords, bias, n_block * kBN);
+        } else if constexpr (std::is_same_v<TmaC, RowStores>) {
+          store_rows<Cfg>(p, accum, smem.c[group], bias, m_chunk, n_block,
+                          consumer, pieces);
         } else {
-          // The tile's 64-row chunk this group stores.
-          const int m_chunk = Cfg::kPingpong ? m_block : 2 * m_block + group;
           store_pieces<Cfg>(tma_c, p, accum, smem.c[group], bias, m_chunk,
                             n_block, consumer, pieces);
         }
@@ -477,7 +481,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (Cfg::kPingpong) pass_over_a_tile();
   }
-  if constexpr (!std::is_same_v<TmaC, NoTmaStore>) {
+  if constexpr (kCopyEngineStores<TmaC>) {
     // Shared memory stays until the copy engine has read the last pieces.
     if (consumer % 128 == 0) tma_store_wait<0>();
   }

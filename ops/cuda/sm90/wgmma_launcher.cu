@@ -105,10 +105,13 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
                             tma_c, p, tail);
   };
   // The cluster split stores from its sums, never through the copy engine.
-  if (!kClusterSplit && out_tma_ok(p)) {
-    return start(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
-                               typename Cfg::SmemLayoutC{},
-                               typename Cfg::TileC{}));
+  if constexpr (!kClusterSplit) {
+    if (out_tma_ok(p)) {
+      return start(make_tma_atom(SM90_TMA_STORE{}, out_tensor(p),
+                                 typename Cfg::SmemLayoutC{},
+                                 typename Cfg::TileC{}));
+    }
+    if (p.out_stride_k == 1) return start(RowStores{});
   }
   return start(NoTmaStore{});
 }
