@@ -58,14 +58,12 @@ __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
   }
 }
 
-// Writes a consumer warp group's share of one piece of the tile (its 64
-// rows, kChunkCols columns) into `sC`, the bias added, rounded once.
-template <typename Cfg, typename T, typename Accum, typename SmemC>
-__device__ __forceinline__ void stage_piece(const GatherLinearParams<T>& p,
-                                            const Accum& accum, SmemC& sC,
-                                            const float* bias, int piece,
-                                            int m_chunk, int n_block,
-                                            int thread) {
+// Calls f(i, row, column) for each pair of a consumer warp group's
+// accumulators in one piece of its 64-row share (kChunkCols columns):
+// accumulators i and i + 1 are columns `column` and `column + 1` of the
+// piece's row `row`.
+template <typename Cfg, typename F>
+__device__ __forceinline__ void for_each_pair(int piece, int thread, F&& f) {
   const int warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
   constexpr int kCols = Cfg::kChunkCols;
   // Accumulator i of the 64 x N wgmma layout: row 16 warp + g + 8 (i / 2
@@ -74,19 +72,44 @@ __device__ __forceinline__ void stage_piece(const GatherLinearParams<T>& p,
   for (int j = 0; j < kCols / 8; ++j) {
     CUTE_UNROLL
     for (int half = 0; half < 2; ++half) {
-      const int i = 4 * (piece * kCols / 8 + j) + 2 * half;
-      const int row = 16 * warp + g + 8 * half;
-      const int column = 8 * j + 2 * t;
-      const int m = m_chunk * kChunkRows + row;
-      const int n = n_block * Cfg::kBN + piece * kCols + column;
-      const float* b = bias + piece * kCols + column;
-      Pair<T> pair;
-      pair.x = from_acc<T>(settled<Cfg::kSplitTf32>(accum(i), p, m, n) + b[0]);
-      pair.y = from_acc<T>(settled<Cfg::kSplitTf32>(accum(i + 1), p, m, n + 1) +
-                           b[1]);
-      *reinterpret_cast<Pair<T>*>(raw_pointer_cast(&sC(row, column))) = pair;
+      f(4 * (piece * kCols / 8 + j) + 2 * half, 16 * warp + g + 8 * half,
+        8 * j + 2 * t);
     }
   }
+}
+
+// Adds the bias (and where float32's split left NaN, the sum in order) to
+// a piece's sums.
+template <typename Cfg, typename T, typename Accum>
+__device__ __forceinline__ void settle_piece(const GatherLinearParams<T>& p,
+                                             Accum& accum, const float* bias,
+                                             int piece, int m_chunk,
+                                             int n_block, int thread) {
+  constexpr int kCols = Cfg::kChunkCols;
+  for_each_pair<Cfg>(piece, thread, [&](int i, int row, int column) {
+    const int m = m_chunk * kChunkRows + row;
+    const int n = n_block * Cfg::kBN + piece * kCols + column;
+    const float* b = bias + piece * kCols + column;
+    accum(i) = settled<Cfg::kSplitTf32>(accum(i), p, m, n) + b[0];
+    accum(i + 1) = settled<Cfg::kSplitTf32>(accum(i + 1), p, m, n + 1) + b[1];
+  });
+}
+
+// Writes a piece's settled sums, rounded once, into `sC`.
+template <typename Cfg, typename T, typename Accum, typename SmemC>
+__device__ __forceinline__ void stage_piece(const Accum& accum, SmemC& sC,
+                                            int piece, int thread) {
+  for_each_pair<Cfg>(piece, thread, [&](int i, int row, int column) {
+    Pair<T> pair;
+    pair.x = from_acc<T>(accum(i));
+    pair.y = from_acc<T>(accum(i + 1));
+    const uint32_t at = ptx::smem_addr(raw_pointer_cast(&sC(row, column)));
+    if constexpr (sizeof(pair) == 4) {
+      ptx::st_shared_u32(at, *reinterpret_cast<const uint32_t*>(&pair));
+    } else {
+      ptx::st_shared_v2(at, *reinterpret_cast<const uint2*>(&pair));
+    }
+  });
 }
 
 // Hands a consumer warp group's 64-row share of the tile to the copy engine
@@ -94,10 +117,12 @@ __device__ __forceinline__ void stage_piece(const GatherLinearParams<T>& p,
 // columns past K are clipped by the copy engine.
 template <typename Cfg, typename T, typename TmaC, typename Accum,
           typename Buffers>
-__device__ __forceinline__ void store_pieces(
-    const TmaC& tma_c, const GatherLinearParams<T>& p, const Accum& accum,
-    Buffers& buffers, const float* bias, int m_chunk, int n_block, int consumer,
-    int& pieces) {
+__device__ __forceinline__ void store_pieces(const TmaC& tma_c,
+                                             const GatherLinearParams<T>& p,
+                                             Accum& accum, Buffers& buffers,
+                                             const float* bias, int m_chunk,
+                                             int n_block, int consumer,
+                                             int& pieces) {
   const int group = consumer / 128, thread = consumer % 128;
   const uint32_t barrier = 1 + group;  // 0 is __syncthreads'
   Tensor mC = tma_c.get_tma_tensor(shape(out_tensor(p)));
@@ -110,7 +135,8 @@ __device__ __forceinline__ void store_pieces(
     // The copy engine has finished reading this buffer (two pieces ago).
     if (thread == 0) tma_store_wait<1>();
     cutlass::arch::NamedBarrier::sync(128, barrier);
-    stage_piece<Cfg>(p, accum, sC, bias, piece, m_chunk, n_block, thread);
+    settle_piece<Cfg>(p, accum, bias, piece, m_chunk, n_block, thread);
+    stage_piece<Cfg, T>(accum, sC, piece, thread);
     tma_store_fence();  // the stores above, visible to the copy engine
     cutlass::arch::NamedBarrier::sync(128, barrier);
     if (thread == 0) {
@@ -131,11 +157,10 @@ __device__ __forceinline__ void store_pieces(
 // same pieces as store_pieces' staged in shared memory, then each warp
 // writes 16 of a piece's rows, a row of 128 bytes a store instruction, a
 // 4-byte word a lane (stored from the accumulators, each instruction would
-// scatter over 8 rows). A warp reads a run of rows before it stores them: a
-// load queued behind stores waits for them.
+// scatter over 8 rows). A warp reads a run of rows before it stores them.
 template <typename Cfg, typename T, typename Accum, typename Buffers>
 __device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
-                                           const Accum& accum, Buffers& buffers,
+                                           Accum& accum, Buffers& buffers,
                                            const float* bias, int m_chunk,
                                            int n_block, int consumer,
                                            int& pieces) {
@@ -145,25 +170,35 @@ __device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
   constexpr int kCols = Cfg::kChunkCols;
   constexpr int kRows = kChunkRows / 4;  // a warp's of a piece
   constexpr int kRun = 8;                // rows read before they are stored
+  // Every sum settled before the first store (and the bias's loads with
+  // it): a load queued behind stores waits for them.
+  CUTE_UNROLL
+  for (int piece = 0; piece < Cfg::kBN / kCols; ++piece) {
+    settle_piece<Cfg>(p, accum, bias, piece, m_chunk, n_block, thread);
+  }
   CUTE_UNROLL
   for (int piece = 0; piece < Cfg::kBN / kCols; ++piece, ++pieces) {
     auto& buffer = buffers[pieces % 2];
     Tensor sC =
         make_tensor(make_smem_ptr(buffer.begin()), typename Cfg::SmemLayoutC{});
-    stage_piece<Cfg>(p, accum, sC, bias, piece, m_chunk, n_block, thread);
+    stage_piece<Cfg, T>(accum, sC, piece, thread);
     // Every thread has written this piece, and read the buffer's last one
     // (two pieces ago) before writing the one between.
     cutlass::arch::NamedBarrier::sync(128, barrier);
     const int n0 = n_block * Cfg::kBN + piece * kCols;
+    // What the stores need, read before the first: p may live in memory.
     const int cols = min(kCols, static_cast<int>(p.K) - n0);
+    const int warp_rows =
+        static_cast<int>(p.B) - (m_chunk * kChunkRows + kRows * warp);
+    const int64_t stride = p.out_stride_b;
+    T* const warp_out =
+        p.out + (m_chunk * kChunkRows + kRows * warp) * stride + n0;
     CUTE_UNROLL
     for (int run = 0; run < kRows; run += kRun) {
       const int first_row = kRows * warp + run;
-      const int rows =
-          min(kRun, static_cast<int>(p.B) - (m_chunk * kChunkRows + first_row));
+      const int rows = min(kRun, warp_rows - run);
       if (rows <= 0 || cols <= 0) break;
-      T* const out =
-          p.out + (m_chunk * kChunkRows + first_row) * p.out_stride_b + n0;
+      T* const out = warp_out + run * stride;
       if constexpr (sizeof(T) == 4) {
         uint32_t words[kRun];
         CUTE_UNROLL
@@ -174,8 +209,7 @@ __device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
         CUTE_UNROLL
         for (int r = 0; r < kRun; ++r) {
           if (r < rows && lane < cols) {
-            *reinterpret_cast<uint32_t*>(out + r * p.out_stride_b + lane) =
-                words[r];
+            *reinterpret_cast<uint32_t*>(out + r * stride + lane) = words[r];
           }
         }
       } else {
@@ -189,7 +223,7 @@ __device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
         };
         const int first_shift =
             static_cast<int>(reinterpret_cast<uintptr_t>(out) / 2 % 2);
-        const int odd_stride = static_cast<int>(p.out_stride_b % 2);
+        const int odd_stride = static_cast<int>(stride % 2);
         const auto shift_of = [&](int r) {
           return first_shift ^ (r & odd_stride);
         };
@@ -206,7 +240,7 @@ __device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
           if (r >= rows) continue;
           const int shift = shift_of(r);
           const int c = 2 * lane - shift;
-          T* const row = out + r * p.out_stride_b;
+          T* const row = out + r * stride;
           const bool low = c >= 0 && c < cols, high = c + 1 < cols;
           if (low && high) {
             *reinterpret_cast<uint32_t*>(row + c) = words[r];
