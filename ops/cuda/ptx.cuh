@@ -20,6 +20,14 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// `v`, as a value the compiler cannot see through: what is derived from
+// it is computed where it is used, not hoisted and kept live (where
+// registers are short, such values spill).
+__device__ __forceinline__ int64_t opaque(int64_t v) {
+  asm volatile("mov.b64 %0, %0;" : "+l"(v));
+  return v;
+}
+
 // Waits until the grid before this one on the stream (a dependent launch,
 // dependent_launch.cuh) has completed and its writes are visible (at once
 // in a grid launched without the attribute). Nothing before it may read

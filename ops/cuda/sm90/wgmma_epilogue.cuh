@@ -33,27 +33,41 @@ __device__ __forceinline__ float settled(float sum,
   return sum;
 }
 
-// Adds the bias, rounds once and stores the block's accumulators where
-// out's columns are not contiguous (a transposed out), an element at a
-// time. `bias` is the tile's in shared memory from column n0 (zeros without
-// one). The bias is added to every sum before the first store: a load
-// queued behind the stores would wait for them.
+// Adds the bias, rounds once and stores the block's accumulators where out
+// is not the copy engine's; pairs of adjacent columns go out as one
+// 4-byte store where out allows it. `bias` is the tile's in shared memory
+// from column n0 (zeros without one). The bias is added to every sum
+// before the first store: a load queued behind the stores would wait for
+// them.
 template <bool kSplit, typename T, typename Accum, typename Coords>
 __device__ __forceinline__ void store_tile(const GatherLinearParams<T>& p,
                                            Accum& accum, const Coords& coords,
                                            const float* bias, int n0) {
   CUTE_UNROLL
-  for (int i = 0; i < size(accum); ++i) {
+  for (int i = 0; i < size(accum); i += 2) {
     const int m = get<0>(coords(i));
     const int n = get<1>(coords(i));
-    accum(i) = settled<kSplit>(accum(i), p, m, n) + bias[n - n0];
+    const float* b = bias + (n - n0);
+    accum(i) = settled<kSplit>(accum(i), p, m, n) + b[0];
+    accum(i + 1) = settled<kSplit>(accum(i + 1), p, m, n + 1) + b[1];
   }
+  const bool pairs = p.out_stride_k == 1 && p.out_stride_b % 2 == 0 &&
+                     reinterpret_cast<uintptr_t>(p.out) % sizeof(Pair<T>) == 0;
   CUTE_UNROLL
-  for (int i = 0; i < size(accum); ++i) {
+  for (int i = 0; i < size(accum); i += 2) {
     const int m = get<0>(coords(i));
     const int n = get<1>(coords(i));
-    if (m < p.B && n < p.K) {
-      p.out[m * p.out_stride_b + n * p.out_stride_k] = from_acc<T>(accum(i));
+    if (m >= p.B || n >= p.K) continue;
+    T* row = p.out + m * p.out_stride_b;
+    if (pairs && n + 1 < p.K) {
+      Pair<T> pair;
+      pair.x = from_acc<T>(accum(i));
+      pair.y = from_acc<T>(accum(i + 1));
+      *reinterpret_cast<Pair<T>*>(row + n) = pair;
+    } else {
+      row[n * p.out_stride_k] = from_acc<T>(accum(i));
+      if (n + 1 < p.K)
+        row[(n + 1) * p.out_stride_k] = from_acc<T>(accum(i + 1));
     }
   }
 }
@@ -190,26 +204,37 @@ __device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
     const int cols = min(kCols, static_cast<int>(p.K) - n0);
     const int warp_rows =
         static_cast<int>(p.B) - (m_chunk * kChunkRows + kRows * warp);
-    const int64_t stride = p.out_stride_b;
+    const int64_t p_stride = p.out_stride_b;
     T* const warp_out =
-        p.out + (m_chunk * kChunkRows + kRows * warp) * stride + n0;
+        p.out + (m_chunk * kChunkRows + kRows * warp) * p_stride + n0;
     CUTE_UNROLL
     for (int run = 0; run < kRows; run += kRun) {
       const int first_row = kRows * warp + run;
       const int rows = min(kRun, warp_rows - run);
       if (rows <= 0 || cols <= 0) break;
+      // Taken afresh each run: the rows' offsets, hoisted out of the
+      // pieces, would stay live across the kernel and spill.
+      const int64_t stride = ptx::opaque(p_stride);
       T* const out = warp_out + run * stride;
       if constexpr (sizeof(T) == 4) {
+        // Lane l takes word l ^ 4 r of the run's row r: in the swizzled
+        // piece (128-byte rows, their 16-byte units permuted by row % 8,
+        // and first_row % 8 == 0) that word lies at byte 4 l of the row,
+        // so the run's reads take one address, not eight; a store still
+        // covers the row's 128 bytes.
+        const int l = static_cast<int>(ptx::opaque(lane));
+        const uint32_t row_at =
+            ptx::smem_addr(raw_pointer_cast(&sC(first_row, 0))) + 4 * l;
         uint32_t words[kRun];
         CUTE_UNROLL
         for (int r = 0; r < kRun; ++r) {
-          words[r] = ptx::ld_shared_u32(
-              ptx::smem_addr(raw_pointer_cast(&sC(first_row + r, lane))));
+          words[r] = ptx::ld_shared_u32(row_at + r * 128);
         }
         CUTE_UNROLL
         for (int r = 0; r < kRun; ++r) {
-          if (r < rows && lane < cols) {
-            *reinterpret_cast<uint32_t*>(out + r * stride + lane) = words[r];
+          const int word = l ^ 4 * r;
+          if (r < rows && word < cols) {
+            *reinterpret_cast<uint32_t*>(out + r * stride + word) = words[r];
           }
         }
       } else {

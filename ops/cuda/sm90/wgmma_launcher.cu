@@ -111,7 +111,11 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
                                  typename Cfg::SmemLayoutC{},
                                  typename Cfg::TileC{}));
     }
-    if (p.out_stride_k == 1) return start(RowStores{});
+    // float32's three products hold more live registers; their row-store
+    // instance spills, and the pair stores are faster there (NOTES v62).
+    if constexpr (!kSplit) {
+      if (p.out_stride_k == 1) return start(RowStores{});
+    }
   }
   return start(NoTmaStore{});
 }
