@@ -1026,6 +1026,35 @@ TEST(KernelChoice, SlowerMemoryLeavesTheSplitsNarrowMarginsToCublas) {
   EXPECT_EQ(choose_route(h100_wgmma(32, 16, 128, 4096, 2)), Route::kStream);
 }
 
+TEST(KernelChoice, HalfTypesWhoseOutRowsCublasStoresSlowlyTakeTheHopperKernel) {
+  // K not a multiple of 8 leaves out's rows unaligned: where cuBLAS took
+  // the aligned problem, the cluster split where it runs, else ping-pong
+  // where its tiles fit the multiprocessors, else the shared tiles.
+  expect_route({{32, 512, 128, 4096}, {16, 256, 64, 4096}}, 2,
+               Route::kCublasCat);
+  expect_route({{16, 256, 64, 4095},
+                {16, 512, 128, 2047},
+                {32, 64, 128, 4095},
+                {8, 40, 64, 8191}},
+               2, Route::kWgmmaSplit);
+  expect_route({{32, 512, 128, 4095}, {32, 512, 128, 4094}}, 2,
+               Route::kWgmmaPingpong);
+  expect_route({{32, 1024, 128, 4095}, {32, 2304, 128, 4095}}, 2,
+               Route::kWgmma);
+  // The split keeps them on slower memory too, where it leaves aligned
+  // ones to cuBLAS.
+  EXPECT_EQ(choose_route(h100_wgmma(32, 128, 128, 4095, 2)),
+            Route::kWgmmaSplit);
+  EXPECT_EQ(choose_route(h100_wgmma(32, 128, 128, 4096, 2)), Route::kCublasCat);
+  // The fused decode kernels keep their rows, float32 its own rules.
+  EXPECT_EQ(choose_route(h200_wgmma(16, 33, 64, 2047, 2)), Route::kStream);
+  EXPECT_EQ(choose_route(h200_wgmma(2, 64, 32, 999, 2)), Route::kWarpMma);
+  EXPECT_EQ(choose_route(h200_wgmma(8, 48, 64, 21227, 4)), Route::kCublasCat);
+  // Without the Hopper kernel, cuBLAS.
+  Problem p = h200(32, 512, 128, 4095, 2);
+  EXPECT_EQ(choose_route(p), Route::kCublasCat);
+}
+
 TEST(KernelChoice, ShortFloatContractionsNeedAFullLastRowTile) {
   // float32's three products over contractions below 256 keep their last
   // row tile at least three-quarters full; emptier ones take cat + cuBLAS,

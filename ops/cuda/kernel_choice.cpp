@@ -332,6 +332,14 @@ constexpr int64_t kMinWgmmaTf32Tiles = 128;
 constexpr int64_t kMaxWgmmaTf32K = 4096;
 constexpr int64_t kMinWgmmaTf32Contraction = 512;
 constexpr int64_t kMaxWgmmaTf32WeightBytes = int64_t{128} << 20;
+// cuBLAS's half-type GEMMs ran 2.6-7x slower where out's rows are not
+// 16-byte aligned ("v62", an H100: 32,512,128,4095 192 us against 28 at
+// K = 4096, 16,512,128,2047 74 against 14), and every Hopper schedule that
+// could run beat them there: the cluster split (16,256,64,4095 3.9x,
+// 16,512,128,2047 5.4x, 32,128,128,4095 4.0x), else the ping-pong schedule
+// where its 64-row tiles fit the multiprocessors (32,512,128,4095 4.4x,
+// against the shared tiles' 4.2x), else the shared tiles (32,1024,128,4095
+// 6.5x, against ping-pong's 4.3x).
 // A cluster's reduction costs about as much as streaming this many stages,
 // plus one for each of its blocks (bench/NOTES.md "v28").
 constexpr int64_t kClusterCostStages = 2;
@@ -690,6 +698,18 @@ bool wgmma_pingpong_wins(const Problem& p) {
   const int64_t tiles = wgmma_tiles(p);
   return p.element_size == 2 && tiles >= kMinWgmmaPingpongTiles &&
          tiles <= p.sm_count && weight_bytes(p) <= kMaxWgmmaPingpongWeightBytes;
+}
+
+// The Hopper schedule the measured table takes for a half-type problem
+// whose out rows cuBLAS stores slowly (unaligned), or none.
+std::optional<Route> wgmma_route_for_unaligned_half_out(const Problem& p) {
+  if (p.element_size != 2 || out_rows_aligned(p)) return std::nullopt;
+  if (can_run_wgmma_split(p)) return Route::kWgmmaSplit;
+  if (2 * wgmma_tiles(p) <= p.sm_count && can_run_wgmma_pingpong(p)) {
+    return Route::kWgmmaPingpong;
+  }
+  if (can_run_wgmma(p)) return Route::kWgmma;
+  return std::nullopt;
 }
 
 // The measured table's verdict for its stationary-weight kernel (v35, v37).
@@ -1075,9 +1095,12 @@ RouteChoice choose(const Problem& p) {
   }
   if (auto plan = stream_plan_by_table(p)) return taking(*plan);
   // Where slower memory takes the split's margin, the reference's route,
-  // not the next fused one: the table never measured those there.
+  // not the next fused one: the table never measured those there. Where
+  // cuBLAS stores out slowly, the split keeps a margin far wider.
   if (wgmma_split_wins(p) && can_run_wgmma_split(p)) {
-    return taking(wgmma_split_margin_holds(p) ? Route::kWgmmaSplit : fallback);
+    return taking(wgmma_split_margin_holds(p) || !out_rows_aligned(p)
+                      ? Route::kWgmmaSplit
+                      : fallback);
   }
   if (wgmma_stationary_wins(p) && can_run_wgmma_stationary(p)) {
     return taking(Route::kWgmmaStationary);
@@ -1086,6 +1109,11 @@ RouteChoice choose(const Problem& p) {
     return taking(Route::kWgmmaPingpong);
   }
   if (wgmma_wins(p) && can_run_wgmma(p)) return taking_wgmma(p);
+  if (p.arch == kMeasuredArch) {
+    if (const auto route = wgmma_route_for_unaligned_half_out(p)) {
+      return *route == Route::kWgmma ? taking_wgmma(p) : taking(*route);
+    }
+  }
   return taking(fallback);
 }
 
