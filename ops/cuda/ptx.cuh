@@ -228,13 +228,8 @@ __device__ __forceinline__ void named_barrier_arrive(uint32_t id,
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// 2, 4, 8 and 16 bytes of shared memory at `addr` (smem_addr), loaded and
+// 4, 8 and 16 bytes of shared memory at `addr` (smem_addr), loaded and
 // stored.
-__device__ __forceinline__ uint32_t ld_shared_u16(uint32_t addr) {
-  uint16_t v;
-  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
-  return v;
-}
 __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
   uint32_t v;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));

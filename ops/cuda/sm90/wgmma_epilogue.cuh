@@ -216,20 +216,20 @@ __device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
       // pieces, would stay live across the kernel and spill.
       const int64_t stride = ptx::opaque(p_stride);
       T* const out = warp_out + run * stride;
+      // Lane l reads word l ^ 4 r of the run's row r (4-byte words): in
+      // the swizzled piece (128-byte rows, their 16-byte units permuted by
+      // row % 8, and first_row % 8 == 0) that word lies at byte 4 l of the
+      // row, so the run's reads take one address, not eight; a store still
+      // covers the row's 128 bytes.
+      const int l = static_cast<int>(ptx::opaque(lane));
+      const uint32_t row_at =
+          ptx::smem_addr(raw_pointer_cast(&sC(first_row, 0))) + 4 * l;
+      uint32_t words[kRun];
+      CUTE_UNROLL
+      for (int r = 0; r < kRun; ++r) {
+        words[r] = ptx::ld_shared_u32(row_at + r * 128);
+      }
       if constexpr (sizeof(T) == 4) {
-        // Lane l takes word l ^ 4 r of the run's row r: in the swizzled
-        // piece (128-byte rows, their 16-byte units permuted by row % 8,
-        // and first_row % 8 == 0) that word lies at byte 4 l of the row,
-        // so the run's reads take one address, not eight; a store still
-        // covers the row's 128 bytes.
-        const int l = static_cast<int>(ptx::opaque(lane));
-        const uint32_t row_at =
-            ptx::smem_addr(raw_pointer_cast(&sC(first_row, 0))) + 4 * l;
-        uint32_t words[kRun];
-        CUTE_UNROLL
-        for (int r = 0; r < kRun; ++r) {
-          words[r] = ptx::ld_shared_u32(row_at + r * 128);
-        }
         CUTE_UNROLL
         for (int r = 0; r < kRun; ++r) {
           const int word = l ^ 4 * r;
@@ -238,44 +238,36 @@ __device__ __forceinline__ void store_rows(const GatherLinearParams<T>& p,
           }
         }
       } else {
-        // Lane l stores columns c and c + 1, c = 2 l - shift, as one word
-        // where both are in the piece. A row that starts off a word (shift
-        // 1) leaves lane 0 its first column and, in the word's unused low
-        // half, its last.
-        const auto half_at = [&](int row, int column) -> uint32_t {
-          return ptx::ld_shared_u16(
-              ptx::smem_addr(raw_pointer_cast(&sC(row, column))));
-        };
+        // A row that starts on a word takes the lane's word w = l ^ 4 r as
+        // it is, at columns 2 w and 2 w + 1. One that starts off a word
+        // (shift 1) takes columns 2 w - 1 and 2 w: the high half of word
+        // w - 1, from the lane that read it, and the low half of w; word
+        // 0's lane stores column 0 and, from word 31, the piece's last.
         const int first_shift =
             static_cast<int>(reinterpret_cast<uintptr_t>(out) / 2 % 2);
         const int odd_stride = static_cast<int>(stride % 2);
-        const auto shift_of = [&](int r) {
-          return first_shift ^ (r & odd_stride);
-        };
-        uint32_t words[kRun];
         CUTE_UNROLL
         for (int r = 0; r < kRun; ++r) {
-          const int row = first_row + r;
-          const int c = 2 * lane - shift_of(r);
-          words[r] = half_at(row, c >= 0 ? c : kCols - 1) | half_at(row, c + 1)
-                                                                << 16;
-        }
-        CUTE_UNROLL
-        for (int r = 0; r < kRun; ++r) {
+          const int shift = first_shift ^ (r & odd_stride);
+          const int w = l ^ 4 * r;
+          uint32_t value = words[r];
+          if (shift) {
+            const uint32_t before =
+                __shfl_sync(0xffffffffu, words[r], ((w - 1) & 31) ^ 4 * r);
+            value = __byte_perm(before, words[r], 0x5432);
+          }
           if (r >= rows) continue;
-          const int shift = shift_of(r);
-          const int c = 2 * lane - shift;
+          const int c = 2 * w - shift;
           T* const row = out + r * stride;
           const bool low = c >= 0 && c < cols, high = c + 1 < cols;
           if (low && high) {
-            *reinterpret_cast<uint32_t*>(row + c) = words[r];
+            *reinterpret_cast<uint32_t*>(row + c) = value;
           } else {
-            if (low) *reinterpret_cast<uint16_t*>(row + c) = words[r] & 0xffff;
-            if (high)
-              *reinterpret_cast<uint16_t*>(row + c + 1) = words[r] >> 16;
+            if (low) *reinterpret_cast<uint16_t*>(row + c) = value & 0xffff;
+            if (high) *reinterpret_cast<uint16_t*>(row + c + 1) = value >> 16;
           }
           if (c < 0 && kCols - 1 < cols) {
-            *reinterpret_cast<uint16_t*>(row + kCols - 1) = words[r] & 0xffff;
+            *reinterpret_cast<uint16_t*>(row + kCols - 1) = value & 0xffff;
           }
         }
       }
