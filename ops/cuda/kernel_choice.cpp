@@ -332,14 +332,6 @@ constexpr int64_t kMinWgmmaTf32Tiles = 128;
 constexpr int64_t kMaxWgmmaTf32K = 4096;
 constexpr int64_t kMinWgmmaTf32Contraction = 512;
 constexpr int64_t kMaxWgmmaTf32WeightBytes = int64_t{128} << 20;
-// cuBLAS's half-type GEMMs ran 2.6-7x slower where out's rows are not
-// 16-byte aligned ("v62", an H100: 32,512,128,4095 192 us against 28 at
-// K = 4096, 16,512,128,2047 74 against 14), and every Hopper schedule that
-// could run beat them there: the cluster split (16,256,64,4095 3.9x,
-// 16,512,128,2047 5.4x, 32,128,128,4095 4.0x), else the ping-pong schedule
-// where its 64-row tiles fit the multiprocessors (32,512,128,4095 4.4x,
-// against the shared tiles' 4.2x), else the shared tiles (32,1024,128,4095
-// 6.5x, against ping-pong's 4.3x).
 // A cluster's reduction costs about as much as streaming this many stages,
 // plus one for each of its blocks (bench/NOTES.md "v28").
 constexpr int64_t kClusterCostStages = 2;
@@ -701,7 +693,14 @@ bool wgmma_pingpong_wins(const Problem& p) {
 }
 
 // The Hopper schedule the measured table takes for a half-type problem
-// whose out rows cuBLAS stores slowly (unaligned), or none.
+// whose out rows cuBLAS stores slowly (unaligned), or none. cuBLAS's
+// half-type GEMMs ran 2.6-7x slower there ("v62", an H100: 32,512,128,4095
+// 192 us against 28 at K = 4096, 16,512,128,2047 74 against 14), and every
+// Hopper schedule that could run beat them: the cluster split
+// (16,256,64,4095 3.9x, 16,512,128,2047 5.4x, 32,128,128,4095 4.0x), else
+// the ping-pong schedule where its 64-row tiles fit the multiprocessors
+// (32,512,128,4095 4.4x, against the shared tiles' 4.2x), else the shared
+// tiles (32,1024,128,4095 6.5x, against ping-pong's 4.3x).
 std::optional<Route> wgmma_route_for_unaligned_half_out(const Problem& p) {
   if (p.element_size != 2 || out_rows_aligned(p)) return std::nullopt;
   if (can_run_wgmma_split(p)) return Route::kWgmmaSplit;
