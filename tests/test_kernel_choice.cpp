@@ -1055,6 +1055,34 @@ TEST(KernelChoice, HalfTypesWhoseOutRowsCublasStoresSlowlyTakeTheHopperKernel) {
   EXPECT_EQ(choose_route(p), Route::kCublasCat);
 }
 
+TEST(KernelChoice, UnalignedOutTakesHalfTypeDecodeAndTf32FromCublasToo) {
+  // Past 64 MiB of weight cuBLAS takes the half types' decode where out's
+  // rows are aligned; where they are not, the streaming kernel.
+  expect_route({{64, 16, 128, 8192}, {32, 16, 128, 16384}}, 2,
+               Route::kCublasCat);
+  expect_route({{64, 16, 128, 8191},
+                {32, 16, 128, 16383},
+                {64, 12, 128, 8190},
+                {64, 32, 128, 8191}},
+               2, Route::kStream);
+  // Under TF32, float32 with unaligned out takes the one-pass Hopper
+  // instance where cuBLAS took the aligned problem.
+  for (const auto& [K, aligned_route] :
+       {std::pair{4096, Route::kCublasCat}, std::pair{4095, Route::kWgmma},
+        std::pair{4094, Route::kWgmma}}) {
+    SCOPED_TRACE(::testing::Message() << "K " << K);
+    Problem p = h200_wgmma(32, 512, 128, K, 4);
+    p.tf32_allowed = true;
+    EXPECT_EQ(choose_route(p), aligned_route);
+    p = h200_wgmma(16, 256, 64, K, 4);
+    p.tf32_allowed = true;
+    EXPECT_EQ(choose_route(p), aligned_route);
+    // float32's three products keep their own rules.
+    p.tf32_allowed = false;
+    EXPECT_EQ(choose_route(p), choose_route(h200_wgmma(16, 256, 64, 4096, 4)));
+  }
+}
+
 TEST(KernelChoice, ShortFloatContractionsNeedAFullLastRowTile) {
   // float32's three products over contractions below 256 keep their last
   // row tile at least three-quarters full; emptier ones take cat + cuBLAS,

@@ -541,7 +541,8 @@ bool warp_mma_wins(const Problem& p) {
   if (p.B >= 2 && p.B <= 4 && weight <= kWarpDotMaxReadHalf) {
     return false;
   }
-  if (weight <= kMaxFusedWeightHalfTwoTiles && stream_x_fits_ring(p) &&
+  if ((weight <= kMaxFusedWeightHalfTwoTiles || !out_rows_aligned(p)) &&
+      stream_x_fits_ring(p) &&
       ((p.B > warp_mma::kRowsPerTile &&
         weight >= kStreamOverWarpMmaWeightHalf) ||
        (p.B > kStreamOverWarpMmaRowsHalfLarge &&
@@ -554,10 +555,12 @@ bool warp_mma_wins(const Problem& p) {
 }
 
 // The measured table's verdict for cat + cuBLAS over the fused decode
-// kernels: 16-bit, two n-tiles, a very large weight.
+// kernels: 16-bit, two n-tiles, a very large weight, out rows cuBLAS stores
+// fast ("v64": where they are unaligned, 64,16,128,8191 161 us against the
+// streaming kernel's 48).
 bool cublas_wins_half_decode(const Problem& p) {
   return p.element_size == 2 && p.B > warp_mma::kRowsPerTile &&
-         weight_bytes(p) > kMaxFusedWeightHalfTwoTiles;
+         weight_bytes(p) > kMaxFusedWeightHalfTwoTiles && out_rows_aligned(p);
 }
 
 // Whether the Hopper tensor-core kernel multiplies `p` as float32's three
@@ -677,9 +680,12 @@ bool wgmma_split_wins(const Problem& p) {
 }
 
 // Whether the split keeps the margin the table took it for on this GPU's
-// memory: always on memory as fast as the H200's.
+// memory: always on memory as fast as the H200's, and where cuBLAS stores
+// out slowly (its margin there is far wider).
 bool wgmma_split_margin_holds(const Problem& p) {
-  if (p.memory_gbps >= kMeasuredMemoryGbps) return true;
+  if (p.memory_gbps >= kMeasuredMemoryGbps || !out_rows_aligned(p)) {
+    return true;
+  }
   return wgmma_split_tiles(p) <= kMaxClusterSplitTilesSlowMemory &&
          last_tile_rows(p.B, kWgmmaTileRows) > kWgmmaTileRows / 2 &&
          (p.B > kWgmmaTileRows || p.K <= kMaxClusterSplitKOneRowTileSlowMemory);
@@ -692,8 +698,9 @@ bool wgmma_pingpong_wins(const Problem& p) {
          tiles <= p.sm_count && weight_bytes(p) <= kMaxWgmmaPingpongWeightBytes;
 }
 
-// The Hopper schedule the measured table takes for a half-type problem
-// whose out rows cuBLAS stores slowly (unaligned), or none. cuBLAS's
+// The Hopper schedule the measured table takes for a problem whose out
+// rows cuBLAS stores slowly (unaligned), or none. Under TF32, the one-pass
+// instance (32,512,128,4095 1.9x, 16,256,64,4095 1.7x on an H100). cuBLAS's
 // half-type GEMMs ran 2.6-7x slower there ("v62", an H100: 32,512,128,4095
 // 192 us against 28 at K = 4096, 16,512,128,2047 74 against 14), and every
 // Hopper schedule that could run beat them: the cluster split
@@ -701,8 +708,12 @@ bool wgmma_pingpong_wins(const Problem& p) {
 // the ping-pong schedule where its 64-row tiles fit the multiprocessors
 // (32,512,128,4095 4.4x, against the shared tiles' 4.2x), else the shared
 // tiles (32,1024,128,4095 6.5x, against ping-pong's 4.3x).
-std::optional<Route> wgmma_route_for_unaligned_half_out(const Problem& p) {
-  if (p.element_size != 2 || out_rows_aligned(p)) return std::nullopt;
+std::optional<Route> wgmma_route_for_unaligned_out(const Problem& p) {
+  if (out_rows_aligned(p)) return std::nullopt;
+  if (p.element_size == 4 && p.tf32_allowed && can_run_wgmma(p)) {
+    return Route::kWgmma;
+  }
+  if (p.element_size != 2) return std::nullopt;
   if (can_run_wgmma_split(p)) return Route::kWgmmaSplit;
   if (2 * wgmma_tiles(p) <= p.sm_count && can_run_wgmma_pingpong(p)) {
     return Route::kWgmmaPingpong;
@@ -1094,12 +1105,9 @@ RouteChoice choose(const Problem& p) {
   }
   if (auto plan = stream_plan_by_table(p)) return taking(*plan);
   // Where slower memory takes the split's margin, the reference's route,
-  // not the next fused one: the table never measured those there. Where
-  // cuBLAS stores out slowly, the split keeps a margin far wider.
+  // not the next fused one: the table never measured those there.
   if (wgmma_split_wins(p) && can_run_wgmma_split(p)) {
-    return taking(wgmma_split_margin_holds(p) || !out_rows_aligned(p)
-                      ? Route::kWgmmaSplit
-                      : fallback);
+    return taking(wgmma_split_margin_holds(p) ? Route::kWgmmaSplit : fallback);
   }
   if (wgmma_stationary_wins(p) && can_run_wgmma_stationary(p)) {
     return taking(Route::kWgmmaStationary);
@@ -1108,10 +1116,8 @@ RouteChoice choose(const Problem& p) {
     return taking(Route::kWgmmaPingpong);
   }
   if (wgmma_wins(p) && can_run_wgmma(p)) return taking_wgmma(p);
-  if (p.arch == kMeasuredArch) {
-    if (const auto route = wgmma_route_for_unaligned_half_out(p)) {
-      return *route == Route::kWgmma ? taking_wgmma(p) : taking(*route);
-    }
+  if (const auto route = wgmma_route_for_unaligned_out(p)) {
+    return *route == Route::kWgmma ? taking_wgmma(p) : taking(*route);
   }
   return taking(fallback);
 }
