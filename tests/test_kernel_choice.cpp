@@ -1163,9 +1163,14 @@ TEST(KernelChoice, FloatPastOneRowTileStreamsInThreeWavesAtMost) {
                 {16, 48, 64, 32768},
                 {32, 48, 128, 32768}},
                4, Route::kWgmma);
-  // and where it cannot (K not a multiple of 4), cat + cuBLAS, up to 64
-  // rows; past them the Hopper kernel still wins.
-  expect_route({{8, 61, 64, 21227},
+  // and where it cannot (K not a multiple of 4), in one wave of tiles
+  // (up to 132 of 128 columns);
+  expect_route({{8, 48, 64, 16383}, {16, 48, 64, 16383}, {8, 33, 64, 16895}}, 4,
+               Route::kWgmma);
+  // past it cat + cuBLAS, up to 64 rows; past them the Hopper kernel
+  // still wins.
+  expect_route({{8, 48, 64, 16897},
+                {8, 61, 64, 21227},
                 {12, 50, 64, 21181},
                 {8, 48, 64, 21226},
                 {16, 48, 64, 21227},

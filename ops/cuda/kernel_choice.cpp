@@ -309,9 +309,12 @@ constexpr int64_t kMinWgmmaSplitAnyFillContraction = 256;
 constexpr int64_t kMinWgmmaSplitLastTileRowsShort = 96;
 // Up to this many rows it lost too where out's rows are not 16-byte
 // aligned (K not a multiple of 4), so that the copy engine cannot store
-// them ("v57", an H100: 8,36-64,64,21226-21227 0.64-0.80x, 16,48-64,64,21227
-// 0.91-0.93x, where 8,48,64,21224 took 0.98x; 128 and 209 rows still won
-// 1.35x and 1.61x at K = 21227).
+// them, and its tiles took more than one wave of the multiprocessors
+// ("v57", an H100: 166 tiles, 8,36-64,64,21226-21227 0.64-0.82x,
+// 16,48-64,64,21227 0.91-0.93x, where 8,48,64,21224 took 0.98x; 128 and
+// 209 rows still won 1.35x and 1.61x at K = 21227; "v61": in one wave, 96
+// and 128 tiles, 8,48,64,12287 1.11x, 8,48,64,16383 1.07x, 16,48,64,16383
+// 1.22x).
 constexpr int64_t kMaxWgmmaSplitRowsUnalignedOut = 64;
 // There it also beat the streaming and warp-mma kernels, whose row tiles
 // each read the weight ("v37": 8,64-128,64,16384 1.35-2.1x against their
@@ -619,7 +622,8 @@ bool wgmma_wins(const Problem& p) {
              p.R * p.H >= kMinWgmmaTf32Contraction &&
              weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
     }
-    if (p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p)) {
+    if (p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p) &&
+        wgmma_tiles(p) > p.sm_count) {
       return false;
     }
     return wgmma_tiles(p) >= kMinWgmmaSplitTiles &&
