@@ -1081,6 +1081,13 @@ TEST(KernelChoice, UnalignedOutTakesHalfTypeDecodeAndTf32FromCublasToo) {
     p.tf32_allowed = false;
     EXPECT_EQ(choose_route(p), choose_route(h200_wgmma(16, 256, 64, 4096, 4)));
   }
+  // Not where its 128 x 256 tiles are fewer than 32.
+  for (const Shape& s : {Shape{32, 64, 128, 4095}, Shape{32, 128, 128, 4095},
+                         Shape{8, 256, 64, 1023}}) {
+    Problem p = h200_wgmma(s[0], s[1], s[2], s[3], 4);
+    p.tf32_allowed = true;
+    EXPECT_EQ(choose_route(p), Route::kCublasCat) << s[0] << "," << s[1];
+  }
 }
 
 TEST(KernelChoice, ShortFloatContractionsNeedAFullLastRowTile) {
@@ -1163,10 +1170,14 @@ TEST(KernelChoice, FloatPastOneRowTileStreamsInThreeWavesAtMost) {
                 {16, 48, 64, 32768},
                 {32, 48, 128, 32768}},
                4, Route::kWgmma);
-  // and where it cannot (K not a multiple of 4), in one wave of tiles
-  // (up to 132 of 128 columns);
-  expect_route({{8, 48, 64, 16383}, {16, 48, 64, 16383}, {8, 33, 64, 16895}}, 4,
-               Route::kWgmma);
+  // and where it cannot (K not a multiple of 4), where its tiles (of 128
+  // columns) fill more than half of one wave;
+  expect_route({{8, 48, 64, 16383},
+                {16, 48, 64, 16383},
+                {8, 33, 64, 16895},
+                {8, 64, 64, 10239}},
+               4, Route::kWgmma);
+  expect_route({{8, 64, 64, 8191}}, 4, Route::kWgmma, false);
   // past it cat + cuBLAS, up to 64 rows; past them the Hopper kernel
   // still wins.
   expect_route({{8, 48, 64, 16897},

@@ -309,12 +309,11 @@ constexpr int64_t kMinWgmmaSplitAnyFillContraction = 256;
 constexpr int64_t kMinWgmmaSplitLastTileRowsShort = 96;
 // Up to this many rows it lost too where out's rows are not 16-byte
 // aligned (K not a multiple of 4), so that the copy engine cannot store
-// them, and its tiles took more than one wave of the multiprocessors
-// ("v57", an H100: 166 tiles, 8,36-64,64,21226-21227 0.64-0.82x,
-// 16,48-64,64,21227 0.91-0.93x, where 8,48,64,21224 took 0.98x; 128 and
-// 209 rows still won 1.35x and 1.61x at K = 21227; "v61": in one wave, 96
-// and 128 tiles, 8,48,64,12287 1.11x, 8,48,64,16383 1.07x, 16,48,64,16383
-// 1.22x).
+// them, but for tiles filling more than half of one wave of the
+// multiprocessors ("v57", an H100: 166 tiles, 8,36-64,64,21226-21227
+// 0.64-0.82x, 16,48-64,64,21227 0.91-0.93x, where 8,48,64,21224 took 0.98x;
+// 128 and 209 rows still won 1.35x and 1.61x at K = 21227; "v64": 128-132
+// tiles 1.16-1.33x, 8,64,64,8191's 64 tiles 0.95x).
 constexpr int64_t kMaxWgmmaSplitRowsUnalignedOut = 64;
 // There it also beat the streaming and warp-mma kernels, whose row tiles
 // each read the weight ("v37": 8,64-128,64,16384 1.35-2.1x against their
@@ -332,6 +331,11 @@ constexpr int64_t kMinWgmmaSplitRowsMid = 128;
 // where the lead had shrunk to 1.04x) measured; 64 tiles lost, as did
 // K = 16384.
 constexpr int64_t kMinWgmmaTf32Tiles = 128;
+// Where out's rows are unaligned cuBLAS's TF32 GEMMs ran 1.7-2.7x slower,
+// and the one pass won from 32 of its tiles ("v64", an H100: 16,256,64,4095
+// 1.70x, 8,2048,64,511 1.64x); at 16 and fewer it lost or tied
+// (32,64,128,4095 0.84x, 32,128,128,4095 1.05x, 8,256,64,1023 1.03x).
+constexpr int64_t kMinWgmmaTf32TilesUnalignedOut = 32;
 constexpr int64_t kMaxWgmmaTf32K = 4096;
 constexpr int64_t kMinWgmmaTf32Contraction = 512;
 constexpr int64_t kMaxWgmmaTf32WeightBytes = int64_t{128} << 20;
@@ -622,8 +626,9 @@ bool wgmma_wins(const Problem& p) {
              p.R * p.H >= kMinWgmmaTf32Contraction &&
              weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
     }
+    const int64_t tiles = wgmma_tiles(p);
     if (p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p) &&
-        wgmma_tiles(p) > p.sm_count) {
+        (tiles > p.sm_count || 2 * tiles <= p.sm_count)) {
       return false;
     }
     return wgmma_tiles(p) >= kMinWgmmaSplitTiles &&
@@ -714,7 +719,8 @@ bool wgmma_pingpong_wins(const Problem& p) {
 // tiles (32,1024,128,4095 6.5x, against ping-pong's 4.3x).
 std::optional<Route> wgmma_route_for_unaligned_out(const Problem& p) {
   if (out_rows_aligned(p)) return std::nullopt;
-  if (p.element_size == 4 && p.tf32_allowed && can_run_wgmma(p)) {
+  if (p.element_size == 4 && p.tf32_allowed && can_run_wgmma(p) &&
+      wgmma_tiles(p) >= kMinWgmmaTf32TilesUnalignedOut) {
     return Route::kWgmma;
   }
   if (p.element_size != 2) return std::nullopt;
