@@ -631,7 +631,7 @@ bool wgmma_wins(const Problem& p) {
         (tiles > p.sm_count || 2 * tiles <= p.sm_count)) {
       return false;
     }
-    return wgmma_tiles(p) >= kMinWgmmaSplitTiles &&
+    return tiles >= kMinWgmmaSplitTiles &&
            (p.R * p.H >= kMinWgmmaSplitAnyFillContraction ||
             last_tile_rows(p.B, kWgmmaTileRows) >=
                 kMinWgmmaSplitLastTileRowsShort);
@@ -709,7 +709,7 @@ bool wgmma_pingpong_wins(const Problem& p) {
 
 // The Hopper schedule the measured table takes for a problem whose out
 // rows cuBLAS stores slowly (unaligned), or none. Under TF32, the one-pass
-// instance (32,512,128,4095 1.9x, 16,256,64,4095 1.7x on an H100). cuBLAS's
+// instance from kMinWgmmaTf32TilesUnalignedOut tiles. cuBLAS's
 // half-type GEMMs ran 2.6-7x slower there ("v62", an H100: 32,512,128,4095
 // 192 us against 28 at K = 4096, 16,512,128,2047 74 against 14), and every
 // Hopper schedule that could run beat them: the cluster split
