@@ -1171,16 +1171,18 @@ TEST(KernelChoice, FloatPastOneRowTileStreamsInThreeWavesAtMost) {
                 {32, 48, 128, 32768}},
                4, Route::kWgmma);
   // and where it cannot (K not a multiple of 4), where its tiles (of 128
-  // columns) fill more than half of one wave;
+  // columns) fill two-thirds to all of one wave over R*H of 512 or more;
   expect_route({{8, 48, 64, 16383},
                 {16, 48, 64, 16383},
                 {8, 33, 64, 16895},
-                {8, 64, 64, 10239}},
+                {32, 48, 128, 16383}},
                4, Route::kWgmma);
-  expect_route({{8, 64, 64, 8191}}, 4, Route::kWgmma, false);
-  // past it cat + cuBLAS, up to 64 rows; past them the Hopper kernel
-  // still wins.
+  // fewer tiles stream, as where out's rows are aligned;
+  expect_route({{8, 64, 64, 10239}, {8, 64, 64, 8191}}, 4, Route::kStream);
+  // more tiles, or shorter contractions, take cat + cuBLAS, up to 64 rows;
+  // past them the Hopper kernel still wins.
   expect_route({{8, 48, 64, 16897},
+                {8, 48, 32, 16383},
                 {8, 61, 64, 21227},
                 {12, 50, 64, 21181},
                 {8, 48, 64, 21226},

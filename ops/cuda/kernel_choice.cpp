@@ -309,11 +309,12 @@ constexpr int64_t kMinWgmmaSplitAnyFillContraction = 256;
 constexpr int64_t kMinWgmmaSplitLastTileRowsShort = 96;
 // Up to this many rows it lost too where out's rows are not 16-byte
 // aligned (K not a multiple of 4), so that the copy engine cannot store
-// them, but for tiles filling more than half of one wave of the
+// them, but for tiles filling two-thirds to all of one wave of the
 // multiprocessors ("v57", an H100: 166 tiles, 8,36-64,64,21226-21227
 // 0.64-0.82x, 16,48-64,64,21227 0.91-0.93x, where 8,48,64,21224 took 0.98x;
-// 128 and 209 rows still won 1.35x and 1.61x at K = 21227; "v64": 128-132
-// tiles 1.16-1.33x, 8,64,64,8191's 64 tiles 0.95x).
+// 128 and 209 rows still won 1.35x and 1.61x at K = 21227; "v61", "v64":
+// 96 tiles 1.11x, 128-132 1.16-1.49x, 64 0.95x; contractions from 512).
+// Ahead of the row-tile kernels it never goes there.
 constexpr int64_t kMaxWgmmaSplitRowsUnalignedOut = 64;
 // There it also beat the streaming and warp-mma kernels, whose row tiles
 // each read the weight ("v37": 8,64-128,64,16384 1.35-2.1x against their
@@ -333,9 +334,12 @@ constexpr int64_t kMinWgmmaSplitRowsMid = 128;
 constexpr int64_t kMinWgmmaTf32Tiles = 128;
 // Where out's rows are unaligned cuBLAS's TF32 GEMMs ran 1.7-2.7x slower,
 // and the one pass won from 32 of its tiles ("v64", an H100: 16,256,64,4095
-// 1.70x, 8,2048,64,511 1.64x); at 16 and fewer it lost or tied
-// (32,64,128,4095 0.84x, 32,128,128,4095 1.05x, 8,256,64,1023 1.03x).
+// 1.70x, 8,2048,64,511 1.64x) over the contractions measured (R * H from
+// 256: 4,512,64,4094 1.51x) up to kMaxWgmmaTf32K; at 16 tiles and fewer it
+// lost or tied (32,64,128,4095 0.84x, 32,128,128,4095 1.05x, 8,256,64,1023
+// 1.03x).
 constexpr int64_t kMinWgmmaTf32TilesUnalignedOut = 32;
+constexpr int64_t kMinWgmmaTf32ContractionUnalignedOut = 256;
 constexpr int64_t kMaxWgmmaTf32K = 4096;
 constexpr int64_t kMinWgmmaTf32Contraction = 512;
 constexpr int64_t kMaxWgmmaTf32WeightBytes = int64_t{128} << 20;
@@ -548,7 +552,10 @@ bool warp_mma_wins(const Problem& p) {
   if (p.B >= 2 && p.B <= 4 && weight <= kWarpDotMaxReadHalf) {
     return false;
   }
-  if ((weight <= kMaxFusedWeightHalfTwoTiles || !out_rows_aligned(p)) &&
+  // Past 64 MiB only where cuBLAS would store out's rows slowly.
+  const bool cublas_decode_slow =
+      p.B > warp_mma::kRowsPerTile && !out_rows_aligned(p);
+  if ((weight <= kMaxFusedWeightHalfTwoTiles || cublas_decode_slow) &&
       stream_x_fits_ring(p) &&
       ((p.B > warp_mma::kRowsPerTile &&
         weight >= kStreamOverWarpMmaWeightHalf) ||
@@ -628,7 +635,8 @@ bool wgmma_wins(const Problem& p) {
     }
     const int64_t tiles = wgmma_tiles(p);
     if (p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p) &&
-        (tiles > p.sm_count || 2 * tiles <= p.sm_count)) {
+        (tiles > p.sm_count || 3 * tiles < 2 * p.sm_count ||
+         p.R * p.H < kShortContraction)) {
       return false;
     }
     return tiles >= kMinWgmmaSplitTiles &&
@@ -649,7 +657,10 @@ bool wgmma_float_wins_over_row_tiles(const Problem& p) {
       C <= kMaxWgmmaSplitShortContraction
           ? p.B >= kMinWgmmaSplitRowsShort
           : C <= kMaxWgmmaSplitMidContraction && p.B >= kMinWgmmaSplitRowsMid;
-  return wgmma_three_products(p) && rows_enough && wgmma_wins(p);
+  const bool unaligned_few_rows =
+      p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p);
+  return wgmma_three_products(p) && rows_enough && !unaligned_few_rows &&
+         wgmma_wins(p);
 }
 
 // Tiles of out the split schedule covers `p` with.
@@ -720,7 +731,10 @@ bool wgmma_pingpong_wins(const Problem& p) {
 std::optional<Route> wgmma_route_for_unaligned_out(const Problem& p) {
   if (out_rows_aligned(p)) return std::nullopt;
   if (p.element_size == 4 && p.tf32_allowed && can_run_wgmma(p) &&
-      wgmma_tiles(p) >= kMinWgmmaTf32TilesUnalignedOut) {
+      wgmma_tiles(p) >= kMinWgmmaTf32TilesUnalignedOut &&
+      p.K <= kMaxWgmmaTf32K &&
+      p.R * p.H >= kMinWgmmaTf32ContractionUnalignedOut &&
+      weight_bytes(p) <= kMaxWgmmaTf32WeightBytes) {
     return Route::kWgmma;
   }
   if (p.element_size != 2) return std::nullopt;
