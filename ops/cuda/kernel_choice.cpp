@@ -623,6 +623,12 @@ int wgmma_fitted_tile_cols(const Problem& p) {
 
 namespace {
 
+// Whether float32's three products would store `p`'s few rows of out
+// themselves (kMaxWgmmaSplitRowsUnalignedOut).
+bool few_rows_out_unaligned(const Problem& p) {
+  return p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p);
+}
+
 // The measured table's verdict for the Hopper tensor-core kernel: half
 // types; float32 through its three TF32 products; float32 where TF32 is
 // allowed through its one-pass instance.
@@ -634,7 +640,7 @@ bool wgmma_wins(const Problem& p) {
              weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
     }
     const int64_t tiles = wgmma_tiles(p);
-    if (p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p) &&
+    if (few_rows_out_unaligned(p) &&
         (tiles > p.sm_count || 3 * tiles < 2 * p.sm_count ||
          p.R * p.H < kShortContraction)) {
       return false;
@@ -657,9 +663,7 @@ bool wgmma_float_wins_over_row_tiles(const Problem& p) {
       C <= kMaxWgmmaSplitShortContraction
           ? p.B >= kMinWgmmaSplitRowsShort
           : C <= kMaxWgmmaSplitMidContraction && p.B >= kMinWgmmaSplitRowsMid;
-  const bool unaligned_few_rows =
-      p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p);
-  return wgmma_three_products(p) && rows_enough && !unaligned_few_rows &&
+  return wgmma_three_products(p) && rows_enough && !few_rows_out_unaligned(p) &&
          wgmma_wins(p);
 }
 
