@@ -1081,12 +1081,15 @@ TEST(KernelChoice, UnalignedOutTakesHalfTypeDecodeAndTf32FromCublasToo) {
     p.tf32_allowed = false;
     EXPECT_EQ(choose_route(p), choose_route(h200_wgmma(16, 256, 64, 4096, 4)));
   }
-  // Not where its 128 x 256 tiles are fewer than 32.
+  // Not where its 128 x 256 tiles are fewer than 32, nor past the K and
+  // the contractions measured.
   for (const Shape& s : {Shape{32, 64, 128, 4095}, Shape{32, 128, 128, 4095},
-                         Shape{8, 256, 64, 1023}}) {
+                         Shape{8, 256, 64, 1023}, Shape{32, 512, 128, 8191},
+                         Shape{2, 1024, 64, 4095}}) {
     Problem p = h200_wgmma(s[0], s[1], s[2], s[3], 4);
     p.tf32_allowed = true;
-    EXPECT_EQ(choose_route(p), Route::kCublasCat) << s[0] << "," << s[1];
+    EXPECT_EQ(choose_route(p), Route::kCublasCat)
+        << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
   }
 }
 
