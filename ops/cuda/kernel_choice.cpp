@@ -623,6 +623,16 @@ int wgmma_fitted_tile_cols(const Problem& p) {
 
 namespace {
 
+// Whether float32 under TF32 lies where the one pass was measured to win:
+// from `min_tiles` of its tiles and `min_contraction`, up to
+// kMaxWgmmaTf32K and kMaxWgmmaTf32WeightBytes.
+bool wgmma_tf32_measured(const Problem& p, int64_t min_tiles,
+                         int64_t min_contraction) {
+  return wgmma_tiles(p) >= min_tiles && p.K <= kMaxWgmmaTf32K &&
+         p.R * p.H >= min_contraction &&
+         weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
+}
+
 // Whether float32's three products would store `p`'s few rows of out
 // themselves (kMaxWgmmaSplitRowsUnalignedOut).
 bool few_rows_out_unaligned(const Problem& p) {
@@ -635,9 +645,8 @@ bool few_rows_out_unaligned(const Problem& p) {
 bool wgmma_wins(const Problem& p) {
   if (p.element_size == 4) {
     if (p.tf32_allowed) {
-      return wgmma_tiles(p) >= kMinWgmmaTf32Tiles && p.K <= kMaxWgmmaTf32K &&
-             p.R * p.H >= kMinWgmmaTf32Contraction &&
-             weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
+      return wgmma_tf32_measured(p, kMinWgmmaTf32Tiles,
+                                 kMinWgmmaTf32Contraction);
     }
     const int64_t tiles = wgmma_tiles(p);
     if (few_rows_out_unaligned(p) &&
@@ -735,10 +744,8 @@ bool wgmma_pingpong_wins(const Problem& p) {
 std::optional<Route> wgmma_route_for_unaligned_out(const Problem& p) {
   if (out_rows_aligned(p)) return std::nullopt;
   if (p.element_size == 4 && p.tf32_allowed && can_run_wgmma(p) &&
-      wgmma_tiles(p) >= kMinWgmmaTf32TilesUnalignedOut &&
-      p.K <= kMaxWgmmaTf32K &&
-      p.R * p.H >= kMinWgmmaTf32ContractionUnalignedOut &&
-      weight_bytes(p) <= kMaxWgmmaTf32WeightBytes) {
+      wgmma_tf32_measured(p, kMinWgmmaTf32TilesUnalignedOut,
+                          kMinWgmmaTf32ContractionUnalignedOut)) {
     return Route::kWgmma;
   }
   if (p.element_size != 2) return std::nullopt;
