@@ -94,13 +94,14 @@ std::vector<Shape> expect_exact_and_deterministic(
 // 32), and float32's copies of several weight stages (blocks of 129 and 137
 // stages: each split's last copy runs past its stages, the last split's
 // past the weight) with x in the ring, in a slab (H = 33) and by CUDA cores
-// (3 rows).
+// (3 rows); small problems of many row tiles, x in a slab.
 TEST(StreamKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const std::vector<Shape> shapes = {
       {32, 16, 128, 4096}, {32, 1, 128, 4096}, {16, 3, 128, 9000},
       {7, 40, 64, 200},    {8, 6, 64, 200},    {32, 200, 128, 300},
-      {43, 16, 768, 64},   {1056, 8, 33, 64},  {43, 3, 768, 64}};
+      {43, 16, 768, 64},   {1056, 8, 33, 64},  {43, 3, 768, 64},
+      {12, 90, 33, 32},    {24, 205, 33, 32},  {24, 77, 96, 29}};
   const auto taken =
       expect_exact_and_deterministic(cuda::Route::kStream, shapes);
   if (routes_as_measured()) EXPECT_EQ(taken, shapes);
@@ -108,14 +109,13 @@ TEST(StreamKernel, IsExactAndDeterministic) {
 
 // The warp-dot kernel's layouts: few columns, whose contraction warps split
 // (up to 16 ways) and add through shared memory; a split whose last slice
-// is short; many row tiles; columns that do not fill a block.
+// is short; many row tiles; columns that do not fill a block; a long
+// contraction over few columns and many row tiles.
 TEST(WarpDotKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
-  const std::vector<Shape> shapes = {{32, 1, 128, 56},
-                                     {32, 2, 128, 3},
-                                     {9, 3, 200, 5},
-                                     {4, 12, 32, 56},
-                                     {16, 37, 64, 1001}};
+  const std::vector<Shape> shapes = {
+      {32, 1, 128, 56},   {32, 2, 128, 3},   {9, 3, 200, 5},   {4, 12, 32, 56},
+      {16, 37, 64, 1001}, {64, 18, 112, 32}, {64, 62, 112, 16}};
   const auto taken =
       expect_exact_and_deterministic(cuda::Route::kWarpDot, shapes);
   if (routes_as_measured()) EXPECT_EQ(taken, shapes);
@@ -133,7 +133,8 @@ TEST(WarpMmaKernel, IsExactAndDeterministic) {
   const std::vector<Shape> shapes = {{2, 64, 8, 33},     {32, 1, 128, 56},
                                      {9, 3, 200, 5},     {4, 12, 32, 56},
                                      {16, 37, 64, 1001}, {32, 16, 128, 4096},
-                                     {8, 1, 128, 8192},  {8, 500, 64, 250}};
+                                     {8, 1, 128, 8192},  {8, 500, 64, 250},
+                                     {3, 142, 80, 184},  {8, 88, 32, 387}};
   const auto taken =
       expect_exact_and_deterministic(cuda::Route::kWarpMma, shapes);
   if (routes_as_measured()) EXPECT_EQ(taken, shapes);

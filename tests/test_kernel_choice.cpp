@@ -112,9 +112,6 @@ TEST(KernelChoice, DecodeAndSmallBatchesStream) {
   EXPECT_EQ(choose_route(tf32), Route::kStream);
   tf32.B = 17;
   EXPECT_EQ(choose_route(tf32), Route::kCublasCat);
-  // float32 weights under 1 MiB are too small to stream: cuBLAS where the
-  // warp-dot kernel's read is too large.
-  EXPECT_EQ(choose_route(h200(4, 64, 64, 1000, 4)), Route::kCublasCat);
   // float64 past the warp-dot kernel's reach: the reference's route.
   EXPECT_EQ(choose_route(h200(32, 1, 128, 4096, 8)), Route::kCublasView);
   EXPECT_EQ(choose_route(h200(32, 4, 128, 1024, 8)), Route::kCublasCat);
@@ -1126,7 +1123,9 @@ TEST(KernelChoice, ShortFloatContractionsOfAFewRowsTakeTheWarpMmaKernel) {
                 {4, 36, 32, 1352}},
                4, Route::kWarpMma);
   EXPECT_NE(choose_route(h200_wgmma(1, 42, 32, 31832, 4)), Route::kWarpMma);
-  EXPECT_NE(choose_route(h200_wgmma(1, 96, 80, 1352, 4)), Route::kWarpMma);
+  Problem one_head = h200_wgmma(1, 96, 80, 1352, 4);
+  one_head.x_gathered_view = true;
+  EXPECT_EQ(choose_route(one_head), Route::kCublasView);
   // One row, more rows, less weight, or TF32 allowed: as before.
   EXPECT_EQ(choose_route(h200_wgmma(2, 1, 64, 16384, 4)), Route::kStream);
   EXPECT_EQ(choose_route(h200_wgmma(4, 12, 32, 56, 4)), Route::kWarpDot);
@@ -1221,7 +1220,7 @@ TEST(KernelChoice, HalfTypesPastThirtyTwoRowsStreamOrTakeTheWarpMmaKernel) {
                2, Route::kWarpMma);
   EXPECT_EQ(choose_route(h200_wgmma(8, 1024, 64, 256, 2)),
             Route::kWgmmaStationary);
-  EXPECT_EQ(choose_route(h200_wgmma(8, 128, 64, 256, 4)), Route::kCublasCat);
+  EXPECT_NE(choose_route(h200_wgmma(8, 128, 64, 256, 4)), Route::kWarpMma);
   // Contractions past the stationary weight's 8 stages, up to 256 rows,
   // whose 32-row tiles read up to 16 MiB of weight between them.
   for (const auto& s : {Shape{32, 64, 128, 256},
@@ -1254,6 +1253,74 @@ TEST(KernelChoice, ForcedRoutesWinWhereTheyCanRun) {
   EXPECT_EQ(choose_route(ampere), Route::kCublasCat);
   force_route(std::nullopt);
   EXPECT_EQ(choose_route(p), Route::kCublasCat);
+}
+
+TEST(KernelChoice, SmallProblemsPastTheTablesTakeAFusedKernel) {
+  // Few warps over a long contraction past 16 rows, the weight in L2: the
+  // warp-dot kernel, ahead of the other tables.
+  for (int e : {2, 4}) {
+    SCOPED_TRACE(::testing::Message() << "element size " << e);
+    expect_route({{64, 18, 112, 32},
+                  {64, 62, 112, 16},
+                  {32, 128, 64, 16},
+                  {16, 64, 128, 32}},
+                 e, Route::kWarpDot);
+    // More warps, a shorter contraction or decode's rows: as before.
+    EXPECT_NE(choose_route(h200(24, 77, 96, 29, e)), Route::kWarpDot);
+    EXPECT_NE(choose_route(h200(32, 36, 40, 187, e)), Route::kWarpDot);
+    EXPECT_EQ(choose_route(h200(32, 2, 128, 512, 2)), Route::kStream);
+  }
+  // Left to cuBLAS by the tables, up to 4 MiB of weight read a tile of 32
+  // rows: float32 streams, or takes the warp-mma kernel's three products
+  // over contractions below 512; half types stream up to 128 rows.
+  expect_route({{24, 77, 96, 29}, {4, 23, 256, 200}, {8, 128, 64, 256}}, 4,
+               Route::kStream);
+  expect_route({{3, 142, 80, 184}, {8, 88, 32, 387}, {4, 64, 64, 1000}}, 4,
+               Route::kWarpMma);
+  expect_route({{4, 23, 256, 200}, {64, 23, 80, 88}, {32, 26, 96, 376}}, 2,
+               Route::kStream);
+  // Heads not in 16-byte vectors: the streaming kernel's x slab, where the
+  // copy engine reads the weight.
+  for (const auto& s : {Shape{12, 90, 33, 32}, {24, 205, 33, 32}}) {
+    Problem p = h200(s[0], s[1], s[2], s[3], 4);
+    p.x_vectors = p.x_tma_ok = false;
+    EXPECT_EQ(choose_route(p), Route::kStream);
+  }
+  Problem unreadable = h200(3, 20, 33, 80, 4);
+  unreadable.x_vectors = unreadable.x_tma_ok = unreadable.weight_tma_ok = false;
+  EXPECT_EQ(choose_route(unreadable), Route::kCublasCat);
+  // More read (float32 past it only with R*H >= 512), half types past 128
+  // rows, TF32, x's own view, or another GPU: cuBLAS.
+  EXPECT_EQ(choose_route(h200(4, 129, 64, 4096, 4)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(8, 64, 64, 4096, 2)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(4, 161, 64, 2380, 4)), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200(4, 161, 64, 1024, 2)), Route::kCublasCat);
+  Problem tf32 = h200(24, 77, 96, 29, 4);
+  tf32.tf32_allowed = true;
+  EXPECT_EQ(choose_route(tf32), Route::kCublasCat);
+  Problem viewed = h200(1, 200, 128, 512, 4);
+  viewed.x_gathered_view = true;
+  EXPECT_EQ(choose_route(viewed), Route::kCublasView);
+  Problem ampere = h200(24, 77, 96, 29, 4);
+  ampere.arch = 80;
+  EXPECT_EQ(choose_route(ampere), Route::kCublasCat);
+  // Past the longest contraction measured, cuBLAS.
+  EXPECT_EQ(choose_route(h200(64, 27, 256, 56, 2)), Route::kCublasCat);
+}
+
+TEST(KernelChoice, RowTileKernelsKeepToTheirMeasuredRanges) {
+  // float32 from 65 to 256 rows below 32 MiB of weight streams.
+  expect_route({{16, 100, 128, 1024}, {16, 65, 64, 2048}, {8, 256, 128, 3000}},
+               4, Route::kStream);
+  // The warp-mma kernel's few columns past 32 rows up to contractions of
+  // 2048.
+  EXPECT_NE(choose_route(h200_wgmma(64, 87, 256, 32, 2)), Route::kWarpMma);
+  // Half types past 32 rows stream x from a slab up to 1024 columns.
+  expect_route({{8, 105, 80, 1416}}, 2, Route::kCublasCat);
+  // Unaligned out below 512 rows: ping-pong and the shared tiles leave
+  // half types to the other routes (the split keeps its own).
+  expect_route({{16, 157, 40, 5486}}, 2, Route::kCublasCat);
+  expect_route({{3, 54, 80, 3814}}, 2, Route::kStream);
 }
 
 }  // namespace

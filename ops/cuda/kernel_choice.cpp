@@ -34,20 +34,24 @@ constexpr int64_t kMinStreamGridPercentHalfLarge = 70;
 // Half types past 32 rows, up to 256, over contractions too long for the
 // stationary weight, where the 32-row tiles read at most 16 MiB of weight
 // between them ("v37": 32,64-256,128,256 and 16,128,128,512-1024 1.2-1.8x;
-// 32 MiB read, 32,128,128,1024, lost to the cluster split).
+// 32 MiB read, 32,128,128,1024, lost to the cluster split). With x in a
+// slab up to 1024 columns, as measured ("v56": 32,64-256,80,256 1.23-1.54x,
+// 16,64,112,1024 1.14x); 8,105,80,1416 lost ("v66", an H100: 0.88x).
 constexpr int64_t kMaxStreamRowsHalfLong = 256;
 constexpr int64_t kMaxStreamReadHalfLong = int64_t{16} << 20;
+constexpr int64_t kMaxStreamColumnsHalfLongSlab = 1024;
 constexpr int64_t kMaxStreamRowsFloat = 64;
-// float32 past 64 rows ("v28"): to 128 rows from 16 MiB up to 128 MiB of
+// float32 past 64 rows ("v28"): to 128 rows from 32 MiB up to 128 MiB of
 // weight (32,80-128,128,4096 1.7-1.8x; 64,128,128,8192 lost, each row tile
-// reading 256 MiB), to 256 rows below 32 MiB (16,192-256,128,2048 1.6-1.8x)
-// and up to 2 MiB (8,128-256,64,1024 2.2-2.8x).
+// reading 256 MiB), to 256 rows below 32 MiB (16,192-256,128,2048 1.6-1.8x,
+// 8,128-256,64,1024 2.2-2.8x; "v66", an H100, between 2 and 16 MiB, where
+// the warp-mma kernel took 65 to 128 rows before: 16,65-100,128,1024 and
+// 16,65-100,64,2048 1.6-2.4x against the stream's 2.7-4.2x,
+// 8,65-256,128,3000 1.6-2.0x).
 constexpr int64_t kMaxStreamRowsFloatLarge = 128;
 constexpr int64_t kMaxStreamRowsFloatMid = 256;
-constexpr int64_t kMinStreamWeightFloatLarge = int64_t{16} << 20;
 constexpr int64_t kMaxStreamWeightFloatLarge = int64_t{128} << 20;
 constexpr int64_t kMaxStreamWeightFloatMid = int64_t{32} << 20;
-constexpr int64_t kMaxStreamWeightFloatSmall = int64_t{2} << 20;
 // Past one row tile, float32 streams in at most this many waves of blocks:
 // each wave pays a block's start and tail again (about 4 us on an H100,
 // "v57"), and cuBLAS won past three (8,33-48,64,16384-32768 0.74-0.97x,
@@ -104,6 +108,16 @@ constexpr int64_t kWarpDotMaxReadFloat = int64_t{4} << 20;
 // us, 16,2,128,2048 7.40 against 7.86; 32 MiB tied).
 constexpr int64_t kWarpDotMaxReadFloatTwoRows = int64_t{16} << 20;
 constexpr int64_t kWarpDotMaxReadDouble = int64_t{8} << 20;
+// Past that read, where few warps (output columns times row tiles) share a
+// long contraction over a weight that stays in L2, its splits keep every
+// warp busy while the streaming kernel's clusters of a few column tiles
+// cannot ("v66", an H100: 64,18,112,32 6.5 us against the stream's 14.0
+// and cat + cuBLAS's 46; 64,62,112,16 6.8 against 14.5 and 45; over 528
+// and more warps or shorter contractions the stream won).
+constexpr int64_t kWarpDotMaxWarpsLongContraction = 512;
+constexpr int64_t kMinWarpDotRowsLongContraction = 16;
+constexpr int64_t kWarpDotLongContraction = 2048;
+constexpr int64_t kWarpDotMaxWeightLongContraction = int64_t{4} << 20;
 // Where the warp-mma kernel beat every other route on the H200 (bench/NOTES.md,
 // "v16"), 16-bit types: from 1024 output columns (fewer leave too few
 // warps; the warp-dot kernel keeps them), up to 16 rows at every weight
@@ -115,7 +129,10 @@ constexpr int64_t kMinWarpMmaColumns = 1024;
 // Fewer columns past 32 rows ("v37"): up to 1 MiB of weight and 131072
 // outputs (8,64-512,64,256, 8,128,64,512, 16,128,128,256: 1.7-1.8x; twice
 // the outputs lost to the stationary weight).
+// Contractions up to 2048, the longest measured: 64,87,256,32 lost ("v66",
+// an H100: 0.75x).
 constexpr int64_t kMaxWarpMmaOutputsFewColumns = int64_t{1} << 17;
+constexpr int64_t kMaxWarpMmaContractionFewColumns = 2048;
 constexpr int64_t kWarpMmaMaxWeightTwoTiles = int64_t{8} << 20;
 // Past two n-tiles, up to 128 rows, the weight of 8,64,1024 (1 MiB, read
 // from L2 by each row tile) still won 1.6-1.8x ("v27").
@@ -340,9 +357,29 @@ constexpr int64_t kMinWgmmaTf32Tiles = 128;
 // 1.03x).
 constexpr int64_t kMinWgmmaTf32TilesUnalignedOut = 32;
 constexpr int64_t kMinWgmmaTf32ContractionUnalignedOut = 256;
+// Half types' ping-pong and shared tiles where out is unaligned: from this
+// many rows (wgmma_route_for_unaligned_out).
+constexpr int64_t kMinWgmmaRowsUnalignedOutHalf = 512;
 constexpr int64_t kMaxWgmmaTf32K = 4096;
 constexpr int64_t kMinWgmmaTf32Contraction = 512;
 constexpr int64_t kMaxWgmmaTf32WeightBytes = int64_t{128} << 20;
+// Where a small problem left to cuBLAS takes a fused kernel
+// (small_problem_fused): up to these rows, and up to these weight bytes
+// read once a tile of kSmallProblemRowsPerRead rows (from L2 past the
+// first).
+constexpr int64_t kMaxSmallProblemRowsHalf = 128;
+constexpr int64_t kMaxSmallProblemRowsFloat = 256;
+constexpr int64_t kSmallProblemRowsPerRead = 32;
+constexpr int64_t kMaxSmallProblemRead = int64_t{4} << 20;
+// Both, and the warp-dot kernel's long contractions
+// (warp_dot_wins_long_contraction), up to the longest contraction
+// measured: past it 64,27,256,56 lost in bfloat16 ("v66", an H100: 0.75x).
+constexpr int64_t kMaxSmallProblemContraction = 8192;
+// float32 streams past that read, to this weight, where x's rows are
+// 16-byte vectors over contractions from kShortContraction ("v66":
+// 64,75,128,68 3.8x, 32,151,40,1231 2.0x, 32,237,256,328 4.0x; with H = 33
+// 4,198,33,1256 lost, 0.90x).
+constexpr int64_t kMaxSmallProblemWeightFloat = int64_t{16} << 20;
 // A cluster's reduction costs about as much as streaming this many stages,
 // plus one for each of its blocks (bench/NOTES.md "v28").
 constexpr int64_t kClusterCostStages = 2;
@@ -398,15 +435,8 @@ int64_t max_stream_rows_float(const Problem& p) {
   if (p.R * p.H < kShortContraction) return kMaxShortStreamRowsFloat;
   if (p.tf32_allowed) return kMaxStreamRowsFloatTf32;
   const int64_t weight = weight_bytes(p);
-  if (weight >= kMinStreamWeightFloatLarge &&
-      weight < kMaxStreamWeightFloatMid) {
-    return kMaxStreamRowsFloatMid;
-  }
-  if (weight >= kMinStreamWeightFloatLarge &&
-      weight < kMaxStreamWeightFloatLarge) {
-    return kMaxStreamRowsFloatLarge;
-  }
-  if (weight <= kMaxStreamWeightFloatSmall) return kMaxStreamRowsFloatMid;
+  if (weight < kMaxStreamWeightFloatMid) return kMaxStreamRowsFloatMid;
+  if (weight < kMaxStreamWeightFloatLarge) return kMaxStreamRowsFloatLarge;
   return kMaxStreamRowsFloat;
 }
 
@@ -455,6 +485,7 @@ std::optional<StreamPlan> stream_plan_half_large(const Problem& p) {
 bool stream_wins_half_long(const Problem& p) {
   const int64_t row_tiles = ceil_div(p.B, rows_per_block(2, p.B));
   return p.B > kMaxStreamRowsHalfLarge && p.B <= kMaxStreamRowsHalfLong &&
+         (stream_x_fits_ring(p) || p.K <= kMaxStreamColumnsHalfLongSlab) &&
          wgmma_half_steps(p) > kMaxWgmmaStationarySteps &&
          row_tiles * weight_bytes(p) <= kMaxStreamReadHalfLong;
 }
@@ -492,12 +523,24 @@ bool warp_dot_wins(const Problem& p) {
   }
 }
 
+// Whether the warp-dot kernel takes `p` past its read bound: few warps over
+// a long contraction, the weight in L2 (kWarpDotMaxWarpsLongContraction).
+bool warp_dot_wins_long_contraction(const Problem& p) {
+  const int64_t row_tiles = ceil_div(p.B, warp_dot::rows_per_warp(p.B));
+  return p.element_size <= 4 && p.B > kMinWarpDotRowsLongContraction &&
+         p.R * p.H >= kWarpDotLongContraction &&
+         p.R * p.H <= kMaxSmallProblemContraction &&
+         p.K * row_tiles <= kWarpDotMaxWarpsLongContraction &&
+         weight_bytes(p) <= kWarpDotMaxWeightLongContraction;
+}
+
 // The measured table's verdict for the warp-mma kernel on the H200.
 bool warp_mma_wins(const Problem& p) {
   const int64_t weight = weight_bytes(p);
   if (p.K < kMinWarpMmaColumns) {
     return p.element_size == 2 && p.B > kMaxStreamRowsHalfLarge &&
            p.B * p.K <= kMaxWarpMmaOutputsFewColumns &&
+           p.R * p.H <= kMaxWarpMmaContractionFewColumns &&
            weight <= kWarpMmaMaxWeightManyTiles;
   }
   const int64_t rows_per_pass =
@@ -740,7 +783,10 @@ bool wgmma_pingpong_wins(const Problem& p) {
 // (16,256,64,4095 3.9x, 16,512,128,2047 5.4x, 32,128,128,4095 4.0x), else
 // the ping-pong schedule where its 64-row tiles fit the multiprocessors
 // (32,512,128,4095 4.4x, against the shared tiles' 4.2x), else the shared
-// tiles (32,1024,128,4095 6.5x, against ping-pong's 4.3x).
+// tiles (32,1024,128,4095 6.5x, against ping-pong's 4.3x). Those two
+// schedules won from kMinWgmmaRowsUnalignedOutHalf rows; over fewer they
+// lost to cat + cuBLAS ("v66", an H100: 16,157,40,5486 ping-pong 0.70x,
+// 3,54,80,3814 0.79x).
 std::optional<Route> wgmma_route_for_unaligned_out(const Problem& p) {
   if (out_rows_aligned(p)) return std::nullopt;
   if (p.element_size == 4 && p.tf32_allowed && can_run_wgmma(p) &&
@@ -750,11 +796,36 @@ std::optional<Route> wgmma_route_for_unaligned_out(const Problem& p) {
   }
   if (p.element_size != 2) return std::nullopt;
   if (can_run_wgmma_split(p)) return Route::kWgmmaSplit;
+  if (p.B < kMinWgmmaRowsUnalignedOutHalf) return std::nullopt;
   if (2 * wgmma_tiles(p) <= p.sm_count && can_run_wgmma_pingpong(p)) {
     return Route::kWgmmaPingpong;
   }
   if (can_run_wgmma(p)) return Route::kWgmma;
   return std::nullopt;
+}
+
+// Whether a problem the table leaves to cuBLAS is small enough for the
+// fused kernels all the same: its weight in L2, few rows, float32 (not
+// TF32) or a half type. There cat + cuBLAS took 5-40 times a launch
+// ("v65"), and the streaming kernel, which reads x from a slab where its
+// rows are not 16-byte vectors, beat it 1.3-4.5x in float32 and up to 1.8x
+// in half types ("v66", an H100: 12,90,33,32 float32 5.9 us against 23,
+// 4,23,256,200 bfloat16 3.6 against 6.5; 8,120,33,64 bfloat16 tied); past
+// 128 rows, half types' margin fell to 1.03x (4,161,64,2380). Over contractions
+// shorter than kShortContraction the warp-mma kernel's three products beat it
+// in float32 (3,142,80,184 3.5 against 7.0 us, 8,88,32,387 3.9 against 5.6).
+bool small_problem_fused(const Problem& p) {
+  const bool half = p.element_size == 2;
+  if (!half && (p.element_size != 4 || p.tf32_allowed)) return false;
+  const int64_t read =
+      weight_bytes(p) * ceil_div(p.B, kSmallProblemRowsPerRead);
+  if (p.x_gathered_view || p.R * p.H > kMaxSmallProblemContraction ||
+      p.B > (half ? kMaxSmallProblemRowsHalf : kMaxSmallProblemRowsFloat)) {
+    return false;
+  }
+  return read <= kMaxSmallProblemRead ||
+         (!half && p.x_vectors && p.R * p.H >= kShortContraction &&
+          weight_bytes(p) <= kMaxSmallProblemWeightFloat);
 }
 
 // The measured table's verdict for its stationary-weight kernel (v35, v37).
@@ -1132,6 +1203,9 @@ RouteChoice choose(const Problem& p) {
       can_run_wgmma(p)) {
     return taking_wgmma(p);
   }
+  if (p.arch == kMeasuredArch && warp_dot_wins_long_contraction(p)) {
+    if (auto plan = plan_warp_dot(p)) return taking(*plan);
+  }
   if (p.arch == kMeasuredArch && warp_mma_wins(p)) {
     if (auto plan = plan_warp_mma(p)) return taking(*plan);
   }
@@ -1153,6 +1227,12 @@ RouteChoice choose(const Problem& p) {
   if (wgmma_wins(p) && can_run_wgmma(p)) return taking_wgmma(p);
   if (const auto route = wgmma_route_for_unaligned_out(p)) {
     return *route == Route::kWgmma ? taking_wgmma(p) : taking(*route);
+  }
+  if (p.arch == kMeasuredArch && small_problem_fused(p)) {
+    if (p.element_size == 4 && p.R * p.H < kShortContraction) {
+      if (auto plan = plan_warp_mma(p)) return taking(*plan);
+    }
+    if (auto plan = plan_stream(p)) return taking(*plan);
   }
   return taking(fallback);
 }
