@@ -506,9 +506,14 @@ std::optional<StreamPlan> stream_plan_by_table(const Problem& p) {
   }
 }
 
+// The warp-dot kernel's row tiles: each reads the whole weight.
+int64_t warp_dot_row_tiles(const Problem& p) {
+  return ceil_div(p.B, warp_dot::rows_per_warp(p.B));
+}
+
 // The measured table's verdict for the warp-dot kernel on the H200.
 bool warp_dot_wins(const Problem& p) {
-  const int64_t row_tiles = ceil_div(p.B, warp_dot::rows_per_warp(p.B));
+  const int64_t row_tiles = warp_dot_row_tiles(p);
   const int64_t read = weight_bytes(p) * row_tiles;
   switch (p.element_size) {
     case 2:
@@ -526,11 +531,10 @@ bool warp_dot_wins(const Problem& p) {
 // Whether the warp-dot kernel takes `p` past its read bound: few warps over
 // a long contraction, the weight in L2 (kWarpDotMaxWarpsLongContraction).
 bool warp_dot_wins_long_contraction(const Problem& p) {
-  const int64_t row_tiles = ceil_div(p.B, warp_dot::rows_per_warp(p.B));
   return p.element_size <= 4 && p.B > kMinWarpDotRowsLongContraction &&
          p.R * p.H >= kWarpDotLongContraction &&
          p.R * p.H <= kMaxSmallProblemContraction &&
-         p.K * row_tiles <= kWarpDotMaxWarpsLongContraction &&
+         p.K * warp_dot_row_tiles(p) <= kWarpDotMaxWarpsLongContraction &&
          weight_bytes(p) <= kWarpDotMaxWeightLongContraction;
 }
 
@@ -817,15 +821,15 @@ std::optional<Route> wgmma_route_for_unaligned_out(const Problem& p) {
 bool small_problem_fused(const Problem& p) {
   const bool half = p.element_size == 2;
   if (!half && (p.element_size != 4 || p.tf32_allowed)) return false;
-  const int64_t read =
-      weight_bytes(p) * ceil_div(p.B, kSmallProblemRowsPerRead);
   if (p.x_gathered_view || p.R * p.H > kMaxSmallProblemContraction ||
       p.B > (half ? kMaxSmallProblemRowsHalf : kMaxSmallProblemRowsFloat)) {
     return false;
   }
-  return read <= kMaxSmallProblemRead ||
+  const int64_t weight = weight_bytes(p);
+  return weight * ceil_div(p.B, kSmallProblemRowsPerRead) <=
+             kMaxSmallProblemRead ||
          (!half && p.x_vectors && p.R * p.H >= kShortContraction &&
-          weight_bytes(p) <= kMaxSmallProblemWeightFloat);
+          weight <= kMaxSmallProblemWeightFloat);
 }
 
 // The measured table's verdict for its stationary-weight kernel (v35, v37).
