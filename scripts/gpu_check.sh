@@ -146,7 +146,8 @@ if wants race; then
   # run past K, with a bias, under TF32 (1,130,128,257) and in float16
   # (3,1400,40,2300); the streaming kernel's copies of four stages
   # (float32, 43,16,768,64) and its x in a slab (7,4,64,200 and
-  # 8,6,64,200). A fourth field is a flag of fgl_bench's.
+  # 8,6,64,200); the warp-dot kernel's 16-byte and element-wide loads
+  # (H = 33). A fourth field is a flag of fgl_bench's.
   bench="$FGL_BUILD_DIR/bench/fgl_bench"
   if [ -x "$bench" ]; then
     for run in wgmma:4,200,128,300:bfloat16 wgmma:4,200,128,300:float32 \
@@ -159,7 +160,8 @@ if wants race; then
                stream:32,16,128,1024:bfloat16 stream:32,16,128,1024:float32 \
                stream:43,16,768,64:float32 stream:7,4,64,200:float32 \
                stream:8,6,64,200:bfloat16 \
-               warp-mma:8,64,64,256:bfloat16 warp-dot:4,12,32,56:float32; do
+               warp-mma:8,64,64,256:bfloat16 warp-dot:4,12,32,56:float32 \
+               warp-dot:3,20,33,80:bfloat16; do
       IFS=: read -r route shape dtype flag <<<"$run"
       for tool in racecheck initcheck; do
         step race-init timeout 100 compute-sanitizer --tool "$tool" \

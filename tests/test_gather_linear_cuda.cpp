@@ -110,12 +110,14 @@ TEST(StreamKernel, IsExactAndDeterministic) {
 // The warp-dot kernel's layouts: few columns, whose contraction warps split
 // (up to 16 ways) and add through shared memory; a split whose last slice
 // is short; many row tiles; columns that do not fill a block; a long
-// contraction over few columns and many row tiles.
+// contraction over few columns and many row tiles; rows that are not
+// 16-byte vectors, read an element at a time (H = 33, 13).
 TEST(WarpDotKernel, IsExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const std::vector<Shape> shapes = {
-      {32, 1, 128, 56},   {32, 2, 128, 3},   {9, 3, 200, 5},   {4, 12, 32, 56},
-      {16, 37, 64, 1001}, {64, 18, 112, 32}, {64, 62, 112, 16}};
+      {32, 1, 128, 56},   {32, 2, 128, 3},   {9, 3, 200, 5},    {4, 12, 32, 56},
+      {16, 37, 64, 1001}, {64, 18, 112, 32}, {64, 62, 112, 16}, {3, 20, 33, 80},
+      {12, 90, 33, 32},   {5, 7, 13, 9},     {31, 2, 33, 1000}};
   const auto taken =
       expect_exact_and_deterministic(cuda::Route::kWarpDot, shapes);
   if (routes_as_measured()) EXPECT_EQ(taken, shapes);

@@ -31,6 +31,7 @@ Problem h200(int64_t R, int64_t B, int64_t H, int64_t K, int element_size) {
   p.weight_tma_ok = true;
   p.x_vectors = true;
   p.x_tma_ok = true;
+  p.rows_contiguous = true;
   p.x_gathered_view = B == 1;
   // As the H200 answers for the streaming kernel (bench/NOTES.md "v28").
   p.stream_clusters = {0, 132, 66, 39, 30, 22, 17, 15, 15};
@@ -613,6 +614,7 @@ TEST(KernelChoice, WarpDotPlansCoverTheProblem) {
       const int64_t C = s[0] * s[2];
       const int64_t step = 32 * (16 / e);
       EXPECT_EQ(plan->rows_per_warp, warp_dot::rows_per_warp(s[1]));
+      EXPECT_EQ(plan->vector_bytes, warp_dot::kVectorBytes);
       // A power of two of warps, the block's warps, per column.
       EXPECT_GE(plan->splits, 1);
       EXPECT_LE(plan->splits, warp_dot::kMaxSplits);
@@ -633,13 +635,28 @@ TEST(KernelChoice, WarpDotPlansCoverTheProblem) {
   EXPECT_EQ(plan_warp_dot(h200(32, 1, 128, 4096, 2))->splits, 1);
 }
 
-TEST(KernelChoice, WarpDotNeedsVectorLoads) {
-  Problem p = h200(4, 12, 32, 56, 4);
-  p.x_vectors = false;
-  EXPECT_FALSE(plan_warp_dot(p).has_value());
-  p = h200(4, 12, 32, 56, 4);
-  p.weight_tma_ok = false;
-  EXPECT_FALSE(plan_warp_dot(p).has_value());
+// Rows that are not 16-byte vectors are read an element at a time, in
+// slices of whole warp steps of one element a lane; rows that are not
+// contiguous, not at all.
+TEST(KernelChoice, WarpDotLoadsVectorsWhereTheRowsAllow) {
+  for (int e : {2, 4, 8}) {
+    SCOPED_TRACE(::testing::Message() << "element size " << e);
+    EXPECT_EQ(plan_warp_dot(h200(4, 12, 32, 56, e))->vector_bytes,
+              warp_dot::kVectorBytes);
+    for (const bool x_vectors : {false, true}) {
+      Problem p = h200(3, 20, 33, 80, e);
+      p.x_vectors = p.x_tma_ok = x_vectors;
+      p.weight_tma_ok = !x_vectors;
+      const auto plan = plan_warp_dot(p);
+      ASSERT_TRUE(plan.has_value());
+      EXPECT_EQ(plan->vector_bytes, e);
+      EXPECT_EQ(plan->slice % 32, 0);
+      EXPECT_GE(plan->splits * plan->slice, 3 * 33);
+    }
+    Problem strided = h200(4, 12, 32, 56, e);
+    strided.rows_contiguous = false;
+    EXPECT_FALSE(plan_warp_dot(strided).has_value());
+  }
 }
 
 // A problem the Hopper tensor-core kernel can read, in a build that has it.
@@ -1279,16 +1296,46 @@ TEST(KernelChoice, SmallProblemsPastTheTablesTakeAFusedKernel) {
                Route::kWarpMma);
   expect_route({{4, 23, 256, 200}, {64, 23, 80, 88}, {32, 26, 96, 376}}, 2,
                Route::kStream);
-  // Heads not in 16-byte vectors: the streaming kernel's x slab, where the
-  // copy engine reads the weight.
-  for (const auto& s : {Shape{12, 90, 33, 32}, {24, 205, 33, 32}}) {
+  // Heads not in 16-byte vectors: the warp-dot kernel's element-wide loads
+  // up to 2048 warps (half types, over contractions up to 512) or 4096
+  // (float32); where the copy engine reads the weight, the streaming
+  // kernel's x slab but for float32's contractions below 512.
+  for (int e : {2, 4}) {
+    SCOPED_TRACE(::testing::Message() << "element size " << e);
+    for (const auto& s : {Shape{3, 20, 33, 80},
+                          {7, 64, 33, 128},
+                          {5, 7, 13, 9},
+                          {6, 4, 33, 2000},
+                          {12, 90, 33, 32}}) {
+      Problem p = h200(s[0], s[1], s[2], s[3], e);
+      p.x_vectors = p.x_tma_ok = p.weight_tma_ok = false;
+      EXPECT_EQ(choose_route(p), Route::kWarpDot);
+    }
+    for (const auto& s : {Shape{9, 200, 33, 200}, {2, 100, 33, 700}}) {
+      Problem p = h200(s[0], s[1], s[2], s[3], e);
+      p.x_vectors = p.x_tma_ok = p.weight_tma_ok = false;
+      EXPECT_EQ(choose_route(p), Route::kCublasCat);
+    }
+  }
+  Problem long_float = h200(63, 32, 33, 64, 4);
+  long_float.x_vectors = long_float.x_tma_ok = long_float.weight_tma_ok = false;
+  EXPECT_EQ(choose_route(long_float), Route::kWarpDot);
+  Problem long_half = h200(31, 8, 33, 1000, 2);
+  long_half.x_vectors = long_half.x_tma_ok = long_half.weight_tma_ok = false;
+  EXPECT_EQ(choose_route(long_half), Route::kCublasCat);
+  Problem many_warps = h200(13, 48, 33, 300, 2);  // 3600 warps
+  many_warps.x_vectors = many_warps.x_tma_ok = many_warps.weight_tma_ok = false;
+  EXPECT_EQ(choose_route(many_warps), Route::kCublasCat);
+  for (const auto& s : {Shape{12, 90, 33, 32}, {4, 12, 33, 1024}}) {
+    Problem p = h200(s[0], s[1], s[2], s[3], 4);
+    p.x_vectors = p.x_tma_ok = false;
+    EXPECT_EQ(choose_route(p), Route::kWarpDot);
+  }
+  for (const auto& s : {Shape{24, 205, 33, 32}, {32, 100, 33, 64}}) {
     Problem p = h200(s[0], s[1], s[2], s[3], 4);
     p.x_vectors = p.x_tma_ok = false;
     EXPECT_EQ(choose_route(p), Route::kStream);
   }
-  Problem unreadable = h200(3, 20, 33, 80, 4);
-  unreadable.x_vectors = unreadable.x_tma_ok = unreadable.weight_tma_ok = false;
-  EXPECT_EQ(choose_route(unreadable), Route::kCublasCat);
   // More read (float32 past it only with R*H >= 512), half types past 128
   // rows, TF32, x's own view, or another GPU: cuBLAS.
   EXPECT_EQ(choose_route(h200(4, 129, 64, 4096, 4)), Route::kCublasCat);

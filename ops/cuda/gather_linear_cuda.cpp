@@ -93,6 +93,7 @@ cuda::Problem describe(const at::Tensor& x, const at::Tensor& weight,
   p.x_vectors = x.stride(2) == 1 && s.H % vec == 0 && x.stride(0) % vec == 0 &&
                 x.stride(1) % vec == 0 && aligned16(x.const_data_ptr());
   p.x_tma_ok = p.x_vectors && x.stride(0) > 0 && x.stride(1) > 0;
+  p.rows_contiguous = x.stride(2) == 1 && weight.stride(1) == 1;
   p.x_gathered_view = detail::has_gathered_view(x);
   p.tf32_allowed =
       x.scalar_type() == at::kFloat && at::globalContext().allowTF32CuBLAS();

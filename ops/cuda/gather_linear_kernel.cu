@@ -146,14 +146,24 @@ cudaError_t launch_stream_copies(const GatherLinearParams<T>& p,
       static_cast<unsigned>(plan.splits), map, x_map, p, layout);
 }
 
+// The instances of plan.vector_bytes: 16-byte vectors or one element.
 template <typename T, int kRows>
 cudaError_t launch_warp_dot_rows(const GatherLinearParams<T>& p,
                                  const WarpDotPlan& plan, cudaStream_t stream) {
+  constexpr int kElement = static_cast<int>(sizeof(T));
   const dim3 grid(static_cast<unsigned>(plan.column_tiles),
                   static_cast<unsigned>(plan.row_tiles));
   const warp_dot::Layout layout{plan.splits, static_cast<int32_t>(plan.slice)};
-  return launch_dependent(warp_dot::gather_linear_warp_dot_kernel<T, kRows>,
-                          grid, dim3(plan.threads), 0, stream, 1, p, layout);
+  if (plan.vector_bytes == warp_dot::kVectorBytes) {
+    return launch_dependent(
+        warp_dot::gather_linear_warp_dot_kernel<T, kRows,
+                                                warp_dot::kVectorBytes>,
+        grid, dim3(plan.threads), 0, stream, 1, p, layout);
+  }
+  if (plan.vector_bytes != kElement) return cudaErrorInvalidValue;
+  return launch_dependent(
+      warp_dot::gather_linear_warp_dot_kernel<T, kRows, kElement>, grid,
+      dim3(plan.threads), 0, stream, 1, p, layout);
 }
 
 // The instances of plan.copy_stages: one stage a copy, or copy_stages of

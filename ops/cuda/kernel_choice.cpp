@@ -375,6 +375,20 @@ constexpr int64_t kMaxSmallProblemRead = int64_t{4} << 20;
 // (warp_dot_wins_long_contraction), up to the longest contraction
 // measured: past it 64,27,256,56 lost in bfloat16 ("v66", an H100: 0.75x).
 constexpr int64_t kMaxSmallProblemContraction = 8192;
+// Of those, where x's or the weight's rows are not 16-byte vectors (H = 33),
+// the warp-dot kernel reading them an element at a time, up to this many
+// warps (output columns times row tiles of 4): it beat cat + cuBLAS 1.1-8x
+// there and lost past them, where each warp's share of a short
+// contraction is small ("v67", an H100: 3,20,33,80 2.3 us against 19.1;
+// 9,128,33,128 bfloat16 0.91x at 4096 warps, 9,200,33,200 float32 0.96x at
+// 10000). Half types' element-wide loads also lost to float16's cuBLAS
+// past this contraction (31,8,33,1000 0.78x, 63,32,33,64 0.83x), and where
+// the streaming kernel reads x from a slab, float32's from
+// kShortContraction (24,205,33,32 7.6 us against the stream's 6.4;
+// 12,90,33,32 2.9 against 5.8).
+constexpr int64_t kMaxWarpDotWarpsNarrowHalf = 2048;
+constexpr int64_t kMaxWarpDotWarpsNarrowFloat = 4096;
+constexpr int64_t kMaxWarpDotNarrowContractionHalf = 512;
 // float32 streams past that read, to this weight, where x's rows are
 // 16-byte vectors over contractions from kShortContraction ("v66":
 // 64,75,128,68 3.8x, 32,151,40,1231 2.0x, 32,237,256,328 4.0x; with H = 33
@@ -686,6 +700,20 @@ bool few_rows_out_unaligned(const Problem& p) {
   return p.B <= kMaxWgmmaSplitRowsUnalignedOut && !out_rows_aligned(p);
 }
 
+// Whether a small problem whose rows are not 16-byte vectors
+// (small_problem_fused) takes the warp-dot kernel's element-wide loads.
+bool narrow_warp_dot_wins(const Problem& p) {
+  if (p.x_vectors && p.weight_tma_ok) return false;
+  const bool half = p.element_size == 2;
+  const int64_t C = p.R * p.H;
+  if (p.K * warp_dot_row_tiles(p) >
+          (half ? kMaxWarpDotWarpsNarrowHalf : kMaxWarpDotWarpsNarrowFloat) ||
+      (half && C > kMaxWarpDotNarrowContractionHalf)) {
+    return false;
+  }
+  return !p.weight_tma_ok || (!half && C < kShortContraction);
+}
+
 // The measured table's verdict for the Hopper tensor-core kernel: half
 // types; float32 through its three TF32 products; float32 where TF32 is
 // allowed through its one-pass instance.
@@ -907,17 +935,20 @@ const char* route_name(Route route) {
 
 std::optional<WarpDotPlan> plan_warp_dot(const Problem& p) {
   const int64_t C = p.R * p.H;
-  if (!p.weight_tma_ok || !p.x_vectors || C <= 0 || C > INT32_MAX / 2 ||
-      p.B <= 0 || p.K <= 0 || p.sm_count <= 0) {
+  if (!p.rows_contiguous || C <= 0 || C > INT32_MAX / 2 || p.B <= 0 ||
+      p.K <= 0 || p.sm_count <= 0) {
     return std::nullopt;
   }
   WarpDotPlan plan;
   plan.rows_per_warp = warp_dot::rows_per_warp(p.B);
+  plan.vector_bytes =
+      p.weight_tma_ok && p.x_vectors ? warp_dot::kVectorBytes : p.element_size;
   plan.row_tiles = ceil_div(p.B, plan.rows_per_warp);
   if (plan.row_tiles > 65535) return std::nullopt;
-  // A warp's step along the contraction: 32 lanes of one 16-byte vector.
-  const int64_t step = 32 * (16 / p.element_size);
-  const int64_t unit = step * warp_dot::unroll(plan.rows_per_warp);
+  // A warp's step along the contraction: 32 lanes of one vector.
+  const int64_t step = 32 * (plan.vector_bytes / p.element_size);
+  const int64_t unit =
+      step * warp_dot::unroll(plan.rows_per_warp, plan.vector_bytes);
   // Warps split a column's contraction (a power of two of them, each at
   // least one unrolled step long) until every multiprocessor has
   // kWarpDotWarpsPerSm warps.
@@ -1176,6 +1207,18 @@ bool can_run_wgmma_split(const Problem& p) {
          steps / 2 >= kMinClusterSplitSteps;
 }
 
+namespace {
+
+// The warp-dot kernel's plan where it loads 16-byte vectors, the instance
+// its table's rows measured.
+std::optional<WarpDotPlan> plan_warp_dot_vectors(const Problem& p) {
+  auto plan = plan_warp_dot(p);
+  if (plan && plan->vector_bytes != warp_dot::kVectorBytes) return std::nullopt;
+  return plan;
+}
+
+}  // namespace
+
 RouteChoice choose(const Problem& p) {
   const Route fallback =
       p.x_gathered_view ? Route::kCublasView : Route::kCublasCat;
@@ -1208,13 +1251,13 @@ RouteChoice choose(const Problem& p) {
     return taking_wgmma(p);
   }
   if (p.arch == kMeasuredArch && warp_dot_wins_long_contraction(p)) {
-    if (auto plan = plan_warp_dot(p)) return taking(*plan);
+    if (auto plan = plan_warp_dot_vectors(p)) return taking(*plan);
   }
   if (p.arch == kMeasuredArch && warp_mma_wins(p)) {
     if (auto plan = plan_warp_mma(p)) return taking(*plan);
   }
   if (p.arch == kMeasuredArch && warp_dot_wins(p)) {
-    if (auto plan = plan_warp_dot(p)) return taking(*plan);
+    if (auto plan = plan_warp_dot_vectors(p)) return taking(*plan);
   }
   if (auto plan = stream_plan_by_table(p)) return taking(*plan);
   // Where slower memory takes the split's margin, the reference's route,
@@ -1233,6 +1276,9 @@ RouteChoice choose(const Problem& p) {
     return *route == Route::kWgmma ? taking_wgmma(p) : taking(*route);
   }
   if (p.arch == kMeasuredArch && small_problem_fused(p)) {
+    if (narrow_warp_dot_wins(p)) {
+      if (auto plan = plan_warp_dot(p)) return taking(*plan);
+    }
     if (p.element_size == 4 && p.R * p.H < kShortContraction) {
       if (auto plan = plan_warp_mma(p)) return taking(*plan);
     }

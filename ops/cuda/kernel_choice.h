@@ -34,6 +34,9 @@ struct Problem {
   // The copy engine can read x as (B, H, R) tiles: x_vectors, and the
   // strides along B and R not 0.
   bool x_tma_ok = false;
+  // x contiguous along h and the weight along c: the warp-dot kernel reads
+  // rows that are not 16-byte vectors an element at a time.
+  bool rows_contiguous = false;
   // x's strides already hold the concatenation (gathered_view.h).
   bool x_gathered_view = false;
   // This build has the Hopper tensor-core kernel (CUTLASS was found).
@@ -112,7 +115,10 @@ std::optional<StreamPlan> plan_stream(const Problem& p);
 
 /// How warp_dot_kernel.cuh covers one problem.
 struct WarpDotPlan {
-  int rows_per_warp = 0;     // kRows: rows of B per warp
+  int rows_per_warp = 0;  // kRows: rows of B per warp
+  // Bytes a lane loads at once: warp_dot::kVectorBytes where x and the
+  // weight load as 16-byte vectors, else the element size.
+  int vector_bytes = 0;
   int splits = 0;            // warps per output column
   int64_t slice = 0;         // contraction elements per warp
   int threads = 0;           // per block
@@ -121,8 +127,8 @@ struct WarpDotPlan {
 };
 
 /// The warp-dot kernel's layout for `p`, or nullopt where it cannot run it:
-/// x and the weight do not load as 16-byte vectors, R*H reaches 2^30, or B
-/// exceeds its grid.
+/// x's rows or the weight's not contiguous, R*H reaches 2^30, or B exceeds
+/// its grid.
 std::optional<WarpDotPlan> plan_warp_dot(const Problem& p);
 
 /// How warp_mma_kernel.cuh covers one problem.

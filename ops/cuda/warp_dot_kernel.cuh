@@ -10,12 +10,14 @@
 // cost is one launch and one round trip to memory, which is what problems
 // of a few hundred kilobytes pay (bench/NOTES.md, "v11").
 //
-// Requires (kernel_choice.h's plan_warp_dot checks it): x and the weight
-// load as 16-byte vectors (unit stride along h and c; H, the other strides
-// and both bases multiples of 16 bytes) and R*H below 2^30.
+// Requires (kernel_choice.h's plan_warp_dot checks it): unit stride along h
+// and c, R*H below 2^30, and for the 16-byte instance H, the other strides
+// and both bases multiples of 16 bytes; the instance of one element a load
+// reads any such rows.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gather_linear_params.h"
 #include "numeric.cuh"
@@ -24,10 +26,26 @@
 
 namespace fgl::cuda::warp_dot {
 
-template <typename T>
-__device__ __forceinline__ Vec16<T> load_vector(const T* ptr) {
-  Vec16<T> v;
-  *reinterpret_cast<uint4*>(&v) = __ldg(reinterpret_cast<const uint4*>(ptr));
+// kBytes of consecutive elements, loaded as one word.
+template <typename T, int kBytes>
+struct alignas(kBytes) Vector {
+  static constexpr int kSize = kBytes / static_cast<int>(sizeof(T));
+  T v[kSize];
+};
+
+template <int kBytes>
+using Word = std::conditional_t<
+    kBytes == 16, uint4,
+    std::conditional_t<kBytes == 8, uint2,
+                       std::conditional_t<kBytes == 4, uint32_t, uint16_t>>>;
+
+// The vector at `ptr`, or zeros where it lies past the slice (`in` false).
+template <typename T, int kBytes>
+__device__ __forceinline__ Vector<T, kBytes> load_vector(const T* ptr,
+                                                         bool in) {
+  Vector<T, kBytes> v;
+  *reinterpret_cast<Word<kBytes>*>(&v) =
+      in ? __ldg(reinterpret_cast<const Word<kBytes>*>(ptr)) : Word<kBytes>{};
   return v;
 }
 
@@ -67,15 +85,17 @@ __device__ __forceinline__ int warp_row(int lane) {
 }
 
 // Grid: x = tiles of output columns (blockDim / 32 / splits of them),
-// y = tiles of kRows rows of B.
-template <typename T, int kRows>
+// y = tiles of kRows rows of B. Each lane loads kBytes of a row at once
+// (kVectorBytes, or one element).
+template <typename T, int kRows, int kBytes>
 __global__ void __launch_bounds__(kMaxThreads)
     gather_linear_warp_dot_kernel(const GatherLinearParams<T> p,
                                   const Layout l) {
   using acc_t = typename AccType<T>::type;
-  constexpr int kVec = Vec16<T>::kSize;
+  using Vec = Vector<T, kBytes>;
+  constexpr int kVec = Vec::kSize;
   constexpr int kStep = 32 * kVec;  // contraction elements per warp load
-  constexpr int kUnroll = unroll(kRows);
+  constexpr int kUnroll = unroll(kRows, kBytes);
   __shared__ acc_t partial[kMaxThreads / 32][kRows];
   ptx::await_previous_grid();
 
@@ -102,8 +122,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   for (int i = 0; i < kRows; ++i) acc[i] = acc_t(0);
   for (int32_t c0 = split * l.slice + lane * kVec; c0 < c_end;
        c0 += kStep * kUnroll) {
-    Vec16<T> wv[kUnroll];
-    Vec16<T> xv[kRows][kUnroll];
+    Vec wv[kUnroll];
+    Vec xv[kRows][kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int32_t c = c0 + u * kStep;
@@ -111,10 +131,10 @@ __global__ void __launch_bounds__(kMaxThreads)
       // A vector never straddles two heads: H is a multiple of kVec.
       const int32_t r = c / H;
       const T* x_c = p.x + r * p.x_stride_r + (c - r * H);
-      wv[u] = in ? load_vector(w + c) : Vec16<T>::zero();
+      wv[u] = load_vector<T, kBytes>(w + c, in);
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
-        xv[i][u] = in ? load_vector(x_c + row_offset[i]) : Vec16<T>::zero();
+        xv[i][u] = load_vector<T, kBytes>(x_c + row_offset[i], in);
       }
     }
     // The products in the reverse order of the loads: the first multiply
