@@ -123,6 +123,42 @@ TEST(WarpDotKernel, IsExactAndDeterministic) {
   if (routes_as_measured()) EXPECT_EQ(taken, shapes);
 }
 
+// Rows read in place that are not 16-byte vectors: x's heads a slice of
+// wider ones, one element past a 16-byte boundary, or x batch-major
+// (permuted), and the weight's rows a slice of wider ones: the element-wide
+// instance reads them through their strides, as the 16-byte one reads
+// aligned rows.
+TEST(WarpDotKernel, ReadsRowsThatAreNotVectorsInPlace) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const at::Device dev(at::kCUDA, 0);
+  const ScopedRoute forced(cuda::Route::kWarpDot);
+  for (const Shape& s : {Shape{4, 12, 32, 56}, Shape{3, 20, 33, 80}}) {
+    for (const auto dtype : supported_dtypes()) {
+      for (const bool batch_major : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << s << " " << dtype
+                     << (batch_major ? " batch-major" : ""));
+        const auto x =
+            batch_major
+                ? random_tensor({s.B, s.R, s.H}, dtype, dev).permute({1, 0, 2})
+                : random_tensor({s.R, s.B, s.H + 3}, dtype, dev)
+                      .narrow(2, 1, s.H);
+        const auto w = random_tensor({s.K, s.R * s.H + 5}, dtype, dev)
+                           .narrow(1, 1, s.R * s.H);
+        const auto b = random_tensor({s.K}, dtype, dev);
+        EXPECT_EQ(gather_linear_route(x, w, b), "warp-dot");
+        const auto first = gather_linear(x, w, b);
+        auto second = at::full_like(first, NAN);
+        gather_linear_out(second, x, w, b);
+        EXPECT_TRUE(at::equal(first, second));
+        EXPECT_TRUE(matches_reference(
+            first, reference_gather_linear(x, w, b),
+            reference_gather_linear(x.abs(), w.abs(), b.abs())));
+      }
+    }
+  }
+}
+
 // The warp-mma kernel's layouts: a contraction shorter than one chunk and
 // than the four lanes that share a row (2,64,8,33), warps splitting a long
 // contraction 16 ways, a split whose last slice is short, one and two
