@@ -55,10 +55,22 @@ bool routes_as_measured() {
 #endif
 }
 
-// Runs `route` on each problem twice: the same inputs must give the same
-// bits (sums meet in a fixed order, no atomics), both close to the float64
-// reference. Returns the problems the route took in at least one dtype
-// (where it cannot run one, the policy's route does).
+// Runs the op twice: the same inputs must give the same bits (sums meet in
+// a fixed order, no atomics), both close to the float64 reference.
+void expect_exact_and_deterministic(const at::Tensor& x, const at::Tensor& w,
+                                    const at::Tensor& b) {
+  const auto first = gather_linear(x, w, b);
+  auto second = at::full_like(first, NAN);
+  gather_linear_out(second, x, w, b);
+  EXPECT_TRUE(at::equal(first, second));
+  EXPECT_TRUE(
+      matches_reference(first, reference_gather_linear(x, w, b),
+                        reference_gather_linear(x.abs(), w.abs(), b.abs())));
+}
+
+// The same, `route` forced over each problem in every dtype. Returns the
+// problems the route took in at least one dtype (where it cannot run one,
+// the policy's route does).
 std::vector<Shape> expect_exact_and_deterministic(
     cuda::Route route, const std::vector<Shape>& shapes) {
   const at::Device dev(at::kCUDA, 0);
@@ -74,13 +86,7 @@ std::vector<Shape> expect_exact_and_deterministic(
           (taken.empty() || !(taken.back() == s))) {
         taken.push_back(s);
       }
-      const auto first = gather_linear(x, w, b);
-      auto second = at::full_like(first, NAN);
-      gather_linear_out(second, x, w, b);
-      EXPECT_TRUE(at::equal(first, second));
-      EXPECT_TRUE(matches_reference(
-          first, reference_gather_linear(x, w, b),
-          reference_gather_linear(x.abs(), w.abs(), b.abs())));
+      expect_exact_and_deterministic(x, w, b);
     }
   }
   return taken;
@@ -147,13 +153,7 @@ TEST(WarpDotKernel, ReadsRowsThatAreNotVectorsInPlace) {
                            .narrow(1, 1, s.R * s.H);
         const auto b = random_tensor({s.K}, dtype, dev);
         EXPECT_EQ(gather_linear_route(x, w, b), "warp-dot");
-        const auto first = gather_linear(x, w, b);
-        auto second = at::full_like(first, NAN);
-        gather_linear_out(second, x, w, b);
-        EXPECT_TRUE(at::equal(first, second));
-        EXPECT_TRUE(matches_reference(
-            first, reference_gather_linear(x, w, b),
-            reference_gather_linear(x.abs(), w.abs(), b.abs())));
+        expect_exact_and_deterministic(x, w, b);
       }
     }
   }
