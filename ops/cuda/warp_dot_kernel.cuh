@@ -1,7 +1,8 @@
 // The small-problem kernel of fgl::gather_linear: warps own output columns.
 // A warp's 32 lanes walk a slice of the contraction c = r*H + h side by side
-// in 16-byte vectors of the weight row k and of kRows rows of x, each lane
-// summing its own products, and a butterfly of shuffles adds the lanes.
+// in 16-byte vectors (or single elements, where the rows are not 16-byte
+// vectors) of the weight row k and of kRows rows of x, each lane summing
+// its own products, and a butterfly of shuffles adds the lanes.
 // Where there are few columns, `splits` warps of a block share one column,
 // each taking a slice of the contraction, and add their sums in slice order
 // through shared memory.
