@@ -659,6 +659,16 @@ TEST(KernelChoice, WarpDotLoadsVectorsWhereTheRowsAllow) {
   }
 }
 
+// A problem on the H200 whose heads are not 16-byte vectors (x is read in
+// place element by element or gathered into a slab), nor, unless
+// `weight_vectors`, the weight's rows.
+Problem h200_odd_rows(const Shape& s, int element_size, bool weight_vectors) {
+  Problem p = h200(s[0], s[1], s[2], s[3], element_size);
+  p.x_vectors = p.x_tma_ok = false;
+  p.weight_tma_ok = weight_vectors;
+  return p;
+}
+
 // A problem the Hopper tensor-core kernel can read, in a build that has it.
 Problem h200_wgmma(int64_t R, int64_t B, int64_t H, int64_t K,
                    int element_size) {
@@ -1307,34 +1317,24 @@ TEST(KernelChoice, SmallProblemsPastTheTablesTakeAFusedKernel) {
                           {5, 7, 13, 9},
                           {6, 4, 33, 2000},
                           {12, 90, 33, 32}}) {
-      Problem p = h200(s[0], s[1], s[2], s[3], e);
-      p.x_vectors = p.x_tma_ok = p.weight_tma_ok = false;
-      EXPECT_EQ(choose_route(p), Route::kWarpDot);
+      EXPECT_EQ(choose_route(h200_odd_rows(s, e, false)), Route::kWarpDot);
     }
     for (const auto& s : {Shape{9, 200, 33, 200}, {2, 100, 33, 700}}) {
-      Problem p = h200(s[0], s[1], s[2], s[3], e);
-      p.x_vectors = p.x_tma_ok = p.weight_tma_ok = false;
-      EXPECT_EQ(choose_route(p), Route::kCublasCat);
+      EXPECT_EQ(choose_route(h200_odd_rows(s, e, false)), Route::kCublasCat);
     }
   }
-  Problem long_float = h200(63, 32, 33, 64, 4);
-  long_float.x_vectors = long_float.x_tma_ok = long_float.weight_tma_ok = false;
-  EXPECT_EQ(choose_route(long_float), Route::kWarpDot);
-  Problem long_half = h200(31, 8, 33, 1000, 2);
-  long_half.x_vectors = long_half.x_tma_ok = long_half.weight_tma_ok = false;
-  EXPECT_EQ(choose_route(long_half), Route::kCublasCat);
-  Problem many_warps = h200(13, 48, 33, 300, 2);  // 3600 warps
-  many_warps.x_vectors = many_warps.x_tma_ok = many_warps.weight_tma_ok = false;
-  EXPECT_EQ(choose_route(many_warps), Route::kCublasCat);
+  EXPECT_EQ(choose_route(h200_odd_rows({63, 32, 33, 64}, 4, false)),
+            Route::kWarpDot);
+  EXPECT_EQ(choose_route(h200_odd_rows({31, 8, 33, 1000}, 2, false)),
+            Route::kCublasCat);
+  // 3600 warps.
+  EXPECT_EQ(choose_route(h200_odd_rows({13, 48, 33, 300}, 2, false)),
+            Route::kCublasCat);
   for (const auto& s : {Shape{12, 90, 33, 32}, {4, 12, 33, 1024}}) {
-    Problem p = h200(s[0], s[1], s[2], s[3], 4);
-    p.x_vectors = p.x_tma_ok = false;
-    EXPECT_EQ(choose_route(p), Route::kWarpDot);
+    EXPECT_EQ(choose_route(h200_odd_rows(s, 4, true)), Route::kWarpDot);
   }
   for (const auto& s : {Shape{24, 205, 33, 32}, {32, 100, 33, 64}}) {
-    Problem p = h200(s[0], s[1], s[2], s[3], 4);
-    p.x_vectors = p.x_tma_ok = false;
-    EXPECT_EQ(choose_route(p), Route::kStream);
+    EXPECT_EQ(choose_route(h200_odd_rows(s, 4, true)), Route::kStream);
   }
   // More read (float32 past it only with R*H >= 512), half types past 128
   // rows, TF32, x's own view, or another GPU: cuBLAS.
