@@ -1134,6 +1134,33 @@ TEST(KernelChoice, ShortFloatContractionsNeedAFullLastRowTile) {
                4, Route::kWgmma);
 }
 
+TEST(KernelChoice, FloatHeadsThatLeaveMostOfAStepEmptyTakeCublas) {
+  // float32's three products step through a head 32 elements at a time;
+  // heads that fill less than three-quarters of their steps over two row
+  // tiles of up to 192 rows take cat + cuBLAS, not the next fused route,
+  // whether out's rows are aligned or not, at every contraction.
+  expect_route({{16, 157, 40, 5486},
+                {16, 129, 40, 5486},
+                {16, 192, 44, 5486},
+                {16, 140, 36, 4096},
+                {16, 157, 40, 5488},
+                {8, 157, 40, 11439},
+                {32, 140, 40, 5486},
+                {64, 150, 40, 5486}},
+               4, Route::kCublasCat);
+  // Fuller heads, more rows, and the routes that took fewer rows before
+  // keep theirs.
+  expect_route({{16, 157, 48, 5486},
+                {16, 140, 72, 11439},
+                {16, 157, 100, 5486},
+                {16, 193, 40, 5486},
+                {8, 200, 40, 5486}},
+               4, Route::kWgmma);
+  expect_route({{16, 140, 40, 3001}, {16, 100, 40, 5486}}, 4, Route::kStream);
+  // Half types take one product a step: theirs.
+  expect_route({{8, 160, 40, 4096}}, 2, Route::kWgmmaStationary);
+}
+
 TEST(KernelChoice, ShortFloatContractionsOfAFewRowsTakeTheWarpMmaKernel) {
   // Contractions below 256, 2 to 16 rows, from 1 MiB of weight.
   expect_route({{1, 2, 64, 4096},

@@ -324,6 +324,15 @@ constexpr int64_t kMinWgmmaSplitTiles = 64;
 // 1,179,96,10600 0.95x; 2,100,64,8192 1.16x, 1,128,32,8192 1.09x).
 constexpr int64_t kMinWgmmaSplitAnyFillContraction = 256;
 constexpr int64_t kMinWgmmaSplitLastTileRowsShort = 96;
+// Heads that fill less than this share of their 32-element steps (float32
+// heads of 36-44 or 68) lost over two row tiles of up to this many rows,
+// where cat + cuBLAS's tiles read only the heads' real width ("v68", an H100:
+// 16,129-192,40,5486 0.90-0.92x, 16,140,36,4096 0.91x, 8,157,40,11439
+// 0.79x, 16,140,44,5486 0.97x; H = 48 took 1.02-1.06x, 56 1.23x, 72
+// 1.04-1.15x). From 193 rows cuBLAS's tiles took 1.37x as long and the
+// kernel won (16,193-256,40,5486 1.19-1.23x).
+constexpr int64_t kMinWgmmaStepUsePercent = 75;
+constexpr int64_t kMaxWgmmaNarrowStepRows = 192;
 // Up to this many rows it lost too where out's rows are not 16-byte
 // aligned (K not a multiple of 4), so that the copy engine cannot store
 // them, but for tiles filling two-thirds to all of one wave of the
@@ -692,6 +701,19 @@ bool wgmma_tf32_measured(const Problem& p, int64_t min_tiles,
   return wgmma_tiles(p) >= min_tiles && p.K <= kMaxWgmmaTf32K &&
          p.R * p.H >= min_contraction &&
          weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
+}
+
+// Whether float32's three products, where the measured table takes them,
+// lose to cat + cuBLAS all the same: heads that fill less than
+// kMinWgmmaStepUsePercent of their steps (kWgmmaStepBytes of a head each,
+// the last one zero-filled past its end) over two row tiles of up to
+// kMaxWgmmaNarrowStepRows rows. There the streaming and warp-mma kernels
+// lost too ("v66": 16,157,40,5486 0.76x and 0.89x).
+bool wgmma_steps_left_empty(const Problem& p) {
+  const int64_t step = kWgmmaStepBytes / p.element_size;
+  return wgmma_three_products(p) && p.B > kWgmmaTileRows &&
+         p.B <= kMaxWgmmaNarrowStepRows &&
+         100 * p.H < kMinWgmmaStepUsePercent * ceil_div(p.H, step) * step;
 }
 
 // Whether float32's three products would store `p`'s few rows of out
@@ -1248,7 +1270,7 @@ RouteChoice choose(const Problem& p) {
   }
   if (p.arch == kMeasuredArch && wgmma_float_wins_over_row_tiles(p) &&
       can_run_wgmma(p)) {
-    return taking_wgmma(p);
+    return wgmma_steps_left_empty(p) ? taking(fallback) : taking_wgmma(p);
   }
   if (p.arch == kMeasuredArch && warp_dot_wins_long_contraction(p)) {
     if (auto plan = plan_warp_dot_vectors(p)) return taking(*plan);
@@ -1271,7 +1293,9 @@ RouteChoice choose(const Problem& p) {
   if (wgmma_pingpong_wins(p) && can_run_wgmma_pingpong(p)) {
     return taking(Route::kWgmmaPingpong);
   }
-  if (wgmma_wins(p) && can_run_wgmma(p)) return taking_wgmma(p);
+  if (wgmma_wins(p) && can_run_wgmma(p)) {
+    return wgmma_steps_left_empty(p) ? taking(fallback) : taking_wgmma(p);
+  }
   if (const auto route = wgmma_route_for_unaligned_out(p)) {
     return *route == Route::kWgmma ? taking_wgmma(p) : taking(*route);
   }
