@@ -1138,7 +1138,7 @@ TEST(KernelChoice, FloatHeadsThatLeaveMostOfAStepEmptyTakeCublas) {
   // float32's three products step through a head 32 elements at a time;
   // heads that fill less than three-quarters of their steps over two row
   // tiles of up to 192 rows take cat + cuBLAS, not the next fused route,
-  // whether out's rows are aligned or not, at every contraction.
+  // whether out's rows are aligned or not, whatever K.
   expect_route({{16, 157, 40, 5486},
                 {16, 129, 40, 5486},
                 {16, 192, 44, 5486},
