@@ -926,6 +926,11 @@ RouteChoice taking_wgmma(const Problem& p) {
   }
   return choice;
 }
+// Where the table takes the Hopper kernel: its default schedule, unless
+// float32's steps would be left mostly empty, where `fallback` wins.
+RouteChoice taking_wgmma_by_table(const Problem& p, Route fallback) {
+  return wgmma_steps_left_empty(p) ? taking(fallback) : taking_wgmma(p);
+}
 
 }  // namespace
 
@@ -1270,7 +1275,7 @@ RouteChoice choose(const Problem& p) {
   }
   if (p.arch == kMeasuredArch && wgmma_float_wins_over_row_tiles(p) &&
       can_run_wgmma(p)) {
-    return wgmma_steps_left_empty(p) ? taking(fallback) : taking_wgmma(p);
+    return taking_wgmma_by_table(p, fallback);
   }
   if (p.arch == kMeasuredArch && warp_dot_wins_long_contraction(p)) {
     if (auto plan = plan_warp_dot_vectors(p)) return taking(*plan);
@@ -1294,7 +1299,7 @@ RouteChoice choose(const Problem& p) {
     return taking(Route::kWgmmaPingpong);
   }
   if (wgmma_wins(p) && can_run_wgmma(p)) {
-    return wgmma_steps_left_empty(p) ? taking(fallback) : taking_wgmma(p);
+    return taking_wgmma_by_table(p, fallback);
   }
   if (const auto route = wgmma_route_for_unaligned_out(p)) {
     return *route == Route::kWgmma ? taking_wgmma(p) : taking(*route);
