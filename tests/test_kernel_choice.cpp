@@ -1156,9 +1156,37 @@ TEST(KernelChoice, FloatHeadsThatLeaveMostOfAStepEmptyTakeCublas) {
                 {16, 193, 40, 5486},
                 {8, 200, 40, 5486}},
                4, Route::kWgmma);
-  expect_route({{16, 140, 40, 3001}, {16, 100, 40, 5486}}, 4, Route::kStream);
+  expect_route({{16, 140, 40, 3001}, {16, 96, 40, 5486}}, 4, Route::kStream);
   // Half types take one product a step: theirs.
   expect_route({{8, 160, 40, 4096}}, 2, Route::kWgmmaStationary);
+}
+
+TEST(KernelChoice, FloatStreamsOfShortSlabsPastTwoWavesGiveWay) {
+  // float32 streams of several row tiles whose blocks each stream at most
+  // 27 stages alone after gathering an x slab, in more than two waves of
+  // blocks (up to the three the table allows): the Hopper kernel where the
+  // heads fill three-quarters of their 32-element steps, else cat + cuBLAS.
+  expect_route({{16, 128, 40, 5486},
+                {16, 128, 33, 5486},
+                {16, 96, 36, 8192},
+                {12, 64, 44, 11000},
+                {8, 96, 65, 8192},
+                {24, 64, 33, 11000}},
+               4, Route::kCublasCat);
+  expect_route({{12, 128, 56, 5486},
+                {12, 100, 48, 5486},
+                {8, 128, 72, 5486},
+                {16, 72, 48, 8192},
+                {12, 33, 48, 11440}},
+               4, Route::kWgmma);
+  // Two waves, longer stretches, cluster splits and x in the ring stream.
+  expect_route({{16, 96, 40, 5486},
+                {32, 128, 33, 2743},
+                {48, 100, 33, 2743},
+                {16, 128, 64, 5486}},
+               4, Route::kStream);
+  // Past three waves the table never streamed: its route stands.
+  expect_route({{16, 100, 40, 16384}, {16, 96, 44, 16384}}, 4, Route::kWgmma);
 }
 
 TEST(KernelChoice, ShortFloatContractionsOfAFewRowsTakeTheWarpMmaKernel) {

@@ -57,6 +57,15 @@ constexpr int64_t kMaxStreamWeightFloatMid = int64_t{32} << 20;
 // "v57"), and cuBLAS won past three (8,33-48,64,16384-32768 0.74-0.97x,
 // 16-24,48,64,32768 0.85-0.89x; three waves won 1.27-1.46x).
 constexpr int64_t kMaxStreamWavesFloatRowTiles = 3;
+// Where a block streams a short stretch of the contraction alone (no
+// cluster split) after gathering its x slab (x not in the ring), float32
+// streams in at most two waves of blocks: each wave waits for its slabs
+// again ("v69", an H100: 71 such problems in two to three waves streamed at
+// 0.76-1.15x, 36 of them below 1.00x, 16,128,40,5486 0.91x). Two waves or
+// fewer, longer stretches and cluster splits won (16,96,40,5486 1.14x,
+// 32,128,33,2743 1.28x, 48,100,33,2743 1.59x).
+constexpr int64_t kMaxStreamSlabStagesFloatManyWaves = 27;
+constexpr int64_t kMaxStreamSlabWavesFloatShort = 2;
 // float32 under TF32: cuBLAS's one pass reads the weight once to 128 rows,
 // and the kernel (three products) lost past 16 ("v28": 32,32,128,4096 0.84x).
 constexpr int64_t kMaxStreamRowsFloatTf32 = 16;
@@ -468,6 +477,16 @@ int64_t stream_blocks(const StreamPlan& plan) {
   return plan.column_tiles * plan.row_tiles * plan.splits;
 }
 
+// Whether a float32 streaming plan's blocks, over several row tiles, each
+// stream a short stretch alone after their slabs, in more waves than such
+// blocks won in.
+bool stream_float_short_slabs_lose(const Problem& p, const StreamPlan& plan) {
+  return p.element_size == 4 && plan.row_tiles > 1 && !plan.x_in_ring &&
+         plan.splits == 1 &&
+         plan.stages_per_split <= kMaxStreamSlabStagesFloatManyWaves &&
+         stream_blocks(plan) > kMaxStreamSlabWavesFloatShort * p.sm_count;
+}
+
 // Whether the measured table streams float32 `p`.
 bool stream_takes_float(const Problem& p) {
   return p.B <= max_stream_rows_float(p) &&
@@ -703,17 +722,22 @@ bool wgmma_tf32_measured(const Problem& p, int64_t min_tiles,
          weight_bytes(p) <= kMaxWgmmaTf32WeightBytes;
 }
 
-// Whether float32's three products, where the measured table takes them,
-// lose to cat + cuBLAS all the same: heads that fill less than
-// kMinWgmmaStepUsePercent of their steps (kWgmmaStepBytes of a head each,
-// the last one zero-filled past its end) over two row tiles of up to
-// kMaxWgmmaNarrowStepRows rows. There the streaming and warp-mma kernels
-// lost too ("v66": 16,157,40,5486 0.76x and 0.89x).
-bool wgmma_steps_left_empty(const Problem& p) {
+// Whether a head fills at least kMinWgmmaStepUsePercent of float32's
+// three-product steps (kWgmmaStepBytes of a head each, the last one
+// zero-filled past its end).
+bool wgmma_steps_mostly_full(const Problem& p) {
   const int64_t step = kWgmmaStepBytes / p.element_size;
+  return 100 * p.H >= kMinWgmmaStepUsePercent * ceil_div(p.H, step) * step;
+}
+
+// Whether float32's three products, where the measured table takes them,
+// lose to cat + cuBLAS all the same: heads that leave most of their steps
+// empty over two row tiles of up to kMaxWgmmaNarrowStepRows rows. There
+// the streaming and warp-mma kernels lost too ("v66": 16,157,40,5486 0.76x
+// and 0.89x).
+bool wgmma_steps_left_empty(const Problem& p) {
   return wgmma_three_products(p) && p.B > kWgmmaTileRows &&
-         p.B <= kMaxWgmmaNarrowStepRows &&
-         100 * p.H < kMinWgmmaStepUsePercent * ceil_div(p.H, step) * step;
+         p.B <= kMaxWgmmaNarrowStepRows && !wgmma_steps_mostly_full(p);
 }
 
 // Whether float32's three products would store `p`'s few rows of out
@@ -926,10 +950,20 @@ RouteChoice taking_wgmma(const Problem& p) {
   }
   return choice;
 }
+
 // Where the table takes the Hopper kernel: its default schedule, unless
 // float32's steps would be left mostly empty, where `fallback` wins.
 RouteChoice taking_wgmma_by_table(const Problem& p, Route fallback) {
   return wgmma_steps_left_empty(p) ? taking(fallback) : taking_wgmma(p);
+}
+
+// In place of a float32 stream whose short slabs lose
+// (stream_float_short_slabs_lose): the Hopper kernel's three products where
+// the heads fill most of their steps, else cat + cuBLAS ("v69", an H100:
+// heads of 48-100 1.03-1.28x, of 36-44 0.83-0.98x).
+RouteChoice taking_past_short_slabs(const Problem& p, Route fallback) {
+  return wgmma_steps_mostly_full(p) && can_run_wgmma(p) ? taking_wgmma(p)
+                                                        : taking(fallback);
 }
 
 }  // namespace
@@ -1286,7 +1320,11 @@ RouteChoice choose(const Problem& p) {
   if (p.arch == kMeasuredArch && warp_dot_wins(p)) {
     if (auto plan = plan_warp_dot_vectors(p)) return taking(*plan);
   }
-  if (auto plan = stream_plan_by_table(p)) return taking(*plan);
+  if (auto plan = stream_plan_by_table(p)) {
+    return stream_float_short_slabs_lose(p, *plan)
+               ? taking_past_short_slabs(p, fallback)
+               : taking(*plan);
+  }
   // Where slower memory takes the split's margin, the reference's route,
   // not the next fused one: the table never measured those there.
   if (wgmma_split_wins(p) && can_run_wgmma_split(p)) {
