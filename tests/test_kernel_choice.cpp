@@ -1161,6 +1161,26 @@ TEST(KernelChoice, FloatHeadsThatLeaveMostOfAStepEmptyTakeCublas) {
   expect_route({{8, 160, 40, 4096}}, 2, Route::kWgmmaStationary);
 }
 
+TEST(KernelChoice, FloatHeadsThatLeaveMostOfAStepEmptyOverFewRowsTakeCublas) {
+  // The same heads over one row tile of up to 64 rows, where cat + cuBLAS
+  // takes smaller tiles than the kernel's 128 rows, whatever K.
+  expect_route({{12, 64, 44, 32768},
+                {24, 48, 36, 32768},
+                {16, 33, 40, 16384},
+                {12, 48, 36, 8192},
+                {64, 64, 40, 11440},
+                {12, 32, 40, 32768}},
+               4, Route::kCublasCat);
+  // Fuller heads and more rows keep the kernel; fewer rows keep the
+  // streaming kernel where it took them.
+  expect_route({{12, 64, 48, 11440},
+                {12, 64, 56, 32768},
+                {12, 100, 40, 16384},
+                {16, 65, 44, 11000}},
+               4, Route::kWgmma);
+  expect_route({{16, 48, 36, 8192}, {12, 16, 40, 32768}}, 4, Route::kStream);
+}
+
 TEST(KernelChoice, FloatStreamsOfShortSlabsPastTwoWavesGiveWay) {
   // float32 streams of several row tiles whose blocks each stream at most
   // 27 stages alone after gathering an x slab, in more than two waves of

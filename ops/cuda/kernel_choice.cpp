@@ -342,6 +342,13 @@ constexpr int64_t kMinWgmmaSplitLastTileRowsShort = 96;
 // kernel won (16,193-256,40,5486 1.19-1.23x).
 constexpr int64_t kMinWgmmaStepUsePercent = 75;
 constexpr int64_t kMaxWgmmaNarrowStepRows = 192;
+// Such heads lost over one row tile of up to this many rows too, where cat +
+// cuBLAS's tiles are narrower than the kernel's 128 rows ("v70", an H100:
+// 338 problems, R 4-128, heads of 4-20, 36-44 or 68, K 8192-32768; 290
+// below 0.99x, geometric mean 0.73x, heads of 4-20 0.13-0.93x, the best
+// 1.16x). From 65 rows cuBLAS's tiles are as wide and the kernel won from
+// K = 11440 (12,65-80,36-44,11440 1.15-1.37x).
+constexpr int64_t kMaxWgmmaFewStepRows = 64;
 // Up to this many rows it lost too where out's rows are not 16-byte
 // aligned (K not a multiple of 4), so that the copy engine cannot store
 // them, but for tiles filling two-thirds to all of one wave of the
@@ -732,12 +739,14 @@ bool wgmma_steps_mostly_full(const Problem& p) {
 
 // Whether float32's three products, where the measured table takes them,
 // lose to cat + cuBLAS all the same: heads that leave most of their steps
-// empty over two row tiles of up to kMaxWgmmaNarrowStepRows rows. There
-// the streaming and warp-mma kernels lost too ("v66": 16,157,40,5486 0.76x
-// and 0.89x).
+// empty over up to kMaxWgmmaFewStepRows rows, or over two row tiles of up
+// to kMaxWgmmaNarrowStepRows. There the streaming and warp-mma kernels lost
+// too ("v66": 16,157,40,5486 0.76x and 0.89x; "v70": the stream 0.51-0.93x
+// over 33-64 rows from K = 16384).
 bool wgmma_steps_left_empty(const Problem& p) {
-  return wgmma_three_products(p) && p.B > kWgmmaTileRows &&
-         p.B <= kMaxWgmmaNarrowStepRows && !wgmma_steps_mostly_full(p);
+  return wgmma_three_products(p) && !wgmma_steps_mostly_full(p) &&
+         (p.B <= kMaxWgmmaFewStepRows ||
+          (p.B > kWgmmaTileRows && p.B <= kMaxWgmmaNarrowStepRows));
 }
 
 // Whether float32's three products would store `p`'s few rows of out
