@@ -157,6 +157,8 @@ if wants race; then
                wgmma-stationary:2,333,64,72:float16 \
                wgmma:1,130,128,257:float32:--allow-tf32 \
                wgmma:3,1400,40,2300:float16 \
+               wgmma-packed:13,300,4,520:float32 \
+               wgmma-packed:5,700,32,301:bfloat16 \
                stream:32,16,128,1024:bfloat16 stream:32,16,128,1024:float32 \
                stream:43,16,768,64:float32 stream:7,4,64,200:float32 \
                stream:8,6,64,200:bfloat16 \

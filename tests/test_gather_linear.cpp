@@ -62,10 +62,11 @@ struct ForcedRoute {
 std::vector<ForcedRoute> routes(const at::Device& dev) {
   std::vector<ForcedRoute> all{{"policy", std::nullopt, std::nullopt}};
   if (dev.is_cuda()) {
-    for (const auto r : {cuda::Route::kWarpDot, cuda::Route::kWarpMma,
-                         cuda::Route::kStream, cuda::Route::kWgmma,
-                         cuda::Route::kWgmmaPingpong, cuda::Route::kWgmmaSplit,
-                         cuda::Route::kWgmmaStationary, cuda::Route::kTiled}) {
+    for (const auto r :
+         {cuda::Route::kWarpDot, cuda::Route::kWarpMma, cuda::Route::kStream,
+          cuda::Route::kWgmma, cuda::Route::kWgmmaPingpong,
+          cuda::Route::kWgmmaSplit, cuda::Route::kWgmmaStationary,
+          cuda::Route::kWgmmaPacked, cuda::Route::kTiled}) {
       all.push_back({cuda::route_name(r), r, std::nullopt});
     }
   } else {
@@ -148,6 +149,7 @@ const Shape kShapes[] = {
     {3, 200, 64, 300},   // tensor-core tiles with tails in B and K
     {1, 130, 128, 257},  // R = 1, K odd: out rows not 4-byte aligned
     {2, 129, 40, 72},    // H = 40: a contraction tile zero-filled past H
+    {13, 150, 4, 200},   // heads of 4 over many rows: steps of whole heads
     {0, 3, 4, 5},        // R = 0: the bias alone
     {3, 4, 0, 5},        // H = 0: the bias alone
     {2, 3, 4, 0},        // K = 0

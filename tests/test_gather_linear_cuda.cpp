@@ -178,6 +178,18 @@ TEST(WarpMmaKernel, IsExactAndDeterministic) {
   if (routes_as_measured()) EXPECT_EQ(taken, shapes);
 }
 
+// Where the float64 reference `ref` holds NaN, +Inf and -Inf, so does `got`
+// (on the CPU), and its finite outputs keep their accuracy.
+void expect_non_finite_as_in(const at::Tensor& got, const at::Tensor& ref) {
+  const auto out = got.to(at::kDouble);
+  EXPECT_TRUE(at::equal(out.isnan(), ref.isnan()));
+  EXPECT_TRUE(at::equal(out.isposinf(), ref.isposinf()));
+  EXPECT_TRUE(at::equal(out.isneginf(), ref.isneginf()));
+  const auto finite = ref.isfinite();
+  EXPECT_TRUE(matches_reference(got.masked_fill(~finite, 0),
+                                ref.masked_fill(~finite, 0)));
+}
+
 // NaN, +Inf and -Inf land where cat + linear puts them under `route`, for
 // every row tile size and dtype, and the finite outputs keep their accuracy.
 // R heads of 64 (R >= 3); on the measured GPU the route must take some of
@@ -206,21 +218,14 @@ void expect_nan_and_inf_as_in_the_reference(cuda::Route route, int64_t R = 3) {
       w = w.to(dev, dtype);
       b = b.to(dev, dtype);
       taken += gather_linear_route(x, w, b) == cuda::route_name(route);
-      const auto got = gather_linear(x, w, b).cpu();
-      const auto out = got.to(at::kDouble);
       const auto ref = reference_gather_linear(x, w, b);
-      EXPECT_TRUE(at::equal(out.isnan(), ref.isnan()));
-      EXPECT_TRUE(at::equal(out.isposinf(), ref.isposinf()));
-      EXPECT_TRUE(at::equal(out.isneginf(), ref.isneginf()));
       EXPECT_TRUE(ref[1].isnan().all().item<bool>());
       EXPECT_TRUE(ref[0][2].isposinf().item<bool>());
       EXPECT_TRUE(ref[3][2].isnan().item<bool>());
       EXPECT_TRUE(ref[0][5].isnan().item<bool>());
       EXPECT_TRUE(ref[0][70].isneginf().item<bool>());
       EXPECT_TRUE(ref[0][9].isposinf().item<bool>());
-      const auto finite = ref.isfinite();
-      EXPECT_TRUE(matches_reference(got.masked_fill(~finite, 0),
-                                    ref.masked_fill(~finite, 0)));
+      expect_non_finite_as_in(gather_linear(x, w, b).cpu(), ref);
     }
   }
   if (routes_as_measured()) EXPECT_GT(taken, 0) << cuda::route_name(route);
@@ -424,6 +429,68 @@ TEST(TensorCoreKernel, IsExactInEachFittedTileWidth) {
   }
 }
 
+// The packed instances: heads of 16, 32 or 64 bytes (float32 in three
+// products: 4, 8, 16 floats; half types: 8, 16, 32), a step spanning 2 to 8
+// whole heads. The last step zero past the last head (R not a multiple of
+// the heads a step: 13,300,4,520, 9,8400,16,260, 5,700,32,301), R = 1 at
+// 1,130,16,257 (K odd), rows and columns past B and K, a long contraction
+// (64,1000,4,1000: 8 steps), one row, and more tiles than multiprocessors
+// (9,8400,16,260: 198); out's bits the same call to call, close to
+// float64. Unforced, the policy takes float32 16,1024,8,8192 there. Then
+// x permuted in memory ((B, R, H) seen as (R, B, H)) without
+// bias, and NaN and Inf where cat + linear puts them. Heads of 4 in the
+// half types (8 bytes), forced, take the policy's route.
+TEST(TensorCoreKernel, PackedHeadsAreExactAndDeterministic) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
+  const ScopedTf32 tf32(false);
+  const std::vector<Shape> shapes = {{13, 300, 4, 520}, {1, 130, 16, 257},
+                                     {6, 2100, 8, 700}, {64, 1000, 4, 1000},
+                                     {3, 1, 8, 300},    {9, 8400, 16, 260},
+                                     {5, 700, 32, 301}};
+  const auto taken =
+      expect_exact_and_deterministic(cuda::Route::kWgmmaPacked, shapes);
+  if (routes_as_measured()) EXPECT_EQ(taken, shapes);
+  const at::Device dev(at::kCUDA, 0);
+  if (routes_as_measured()) {
+    // Unforced, the policy takes it over many whole row tiles.
+    const auto x = random_tensor({16, 1024, 8}, at::kFloat, dev);
+    const auto w = random_tensor({8192, 16 * 8}, at::kFloat, dev);
+    EXPECT_EQ(gather_linear_route(x, w, std::nullopt), "wgmma-packed");
+  }
+  const ScopedRoute forced(cuda::Route::kWgmmaPacked);
+  for (const auto dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
+    for (const Shape& s :
+         std::vector<Shape>{{13, 300, 8, 520}, {5, 700, 16, 301}}) {
+      SCOPED_TRACE(::testing::Message() << s << " " << dtype << ", x permuted");
+      const auto x =
+          random_tensor({s.B, s.R, s.H}, dtype, dev).permute({1, 0, 2});
+      const auto w = random_tensor({s.K, s.R * s.H}, dtype, dev);
+      if (runs_tensor_core_kernel()) {
+        EXPECT_EQ(gather_linear_route(x, w, std::nullopt), "wgmma-packed");
+      }
+      auto out = at::full({s.B, s.K}, NAN, x.options());
+      gather_linear_out(out, x, w, std::nullopt);
+      EXPECT_TRUE(
+          matches_reference(out, reference_gather_linear(x, w, std::nullopt),
+                            reference_gather_linear(x.abs(), w.abs(), {})));
+    }
+    SCOPED_TRACE(::testing::Message() << dtype << ", NaN and Inf");
+    auto x = random_tensor({13, 300, 8}, at::kDouble, at::kCPU);
+    auto w = random_tensor({520, 13 * 8}, at::kDouble, at::kCPU);
+    const double inf = std::numeric_limits<double>::infinity();
+    x[12][250][3] = NAN;  // row 250
+    w[400][99] = inf;     // column 400
+    w[7][2] = -inf;       // column 7
+    x = x.to(dev, dtype);
+    w = w.to(dev, dtype);
+    const auto ref = reference_gather_linear(x, w, std::nullopt);
+    EXPECT_TRUE(ref[250].isnan().all().item<bool>());
+    EXPECT_TRUE(ref[0][400].isinf().item<bool>());
+    EXPECT_TRUE(ref[0][7].isinf().item<bool>());
+    expect_non_finite_as_in(gather_linear(x, w, std::nullopt).cpu(), ref);
+  }
+}
+
 // Where out is not the copy engine's (rows not 16-byte aligned: K odd, a
 // base one element in, or a transposed view, whose columns are B apart),
 // the Hopper kernel stores out itself: a row at a time from shared memory
@@ -526,16 +593,10 @@ TEST(TensorCoreKernel, CutsTheLastRoundOfItsTilesExactly) {
   auto w = random_tensor({1536, 23 * 128}, at::kFloat, dev);
   x[5][1500][7] = NAN;                                    // row 1500
   w[100][2000] = std::numeric_limits<float>::infinity();  // column 100
-  const auto got = gather_linear(x, w, std::nullopt).cpu();
   const auto ref = reference_gather_linear(x, w, std::nullopt);
-  EXPECT_TRUE(at::equal(got.isnan(), ref.isnan()));
-  EXPECT_TRUE(at::equal(got.isposinf(), ref.isposinf()));
-  EXPECT_TRUE(at::equal(got.isneginf(), ref.isneginf()));
   EXPECT_TRUE(ref[1500].isnan().all().item<bool>());
   EXPECT_TRUE(ref[1450][100].isinf().item<bool>());
-  const auto finite = ref.isfinite();
-  EXPECT_TRUE(matches_reference(got.masked_fill(~finite, 0),
-                                ref.masked_fill(~finite, 0)));
+  expect_non_finite_as_in(gather_linear(x, w, std::nullopt).cpu(), ref);
 }
 
 // The fused kernels are dependent launches (ops/cuda/dependent_launch.cuh):

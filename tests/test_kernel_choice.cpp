@@ -4,6 +4,7 @@
 
 #include <array>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "cuda/kernel_choice.h"
@@ -836,6 +837,93 @@ TEST(KernelChoice, TensorCoreKernelNeedsHopperTensorCoreTypesAndTheCopyEngine) {
   EXPECT_FALSE(wgmma_stationary_asks_l2_first(67, 67, 132));
   EXPECT_FALSE(wgmma_stationary_asks_l2_first(128, 14 * 128 + 127, 132));
   EXPECT_TRUE(wgmma_stationary_asks_l2_first(128, 15 * 128, 132));
+}
+
+// The packed instances: heads of 16, 32 or 64 bytes, which divide the
+// Hopper kernel's 128-byte steps (float32 in three products: 4, 8, 16;
+// half types: 8, 16, 32); forced elsewhere (heads narrower or a step and
+// wider, TF32 allowed, x not the copy engine's, not sm_90), the policy's
+// route.
+TEST(KernelChoice, PackedHeadsTakeHeadsThatDivideAStep) {
+  for (const auto& [H, e] : std::vector<std::pair<int64_t, int>>{
+           {4, 4}, {8, 4}, {16, 4}, {8, 2}, {16, 2}, {32, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "H = " << H << " e" << e);
+    const Problem p = h200_wgmma(13, 300, H, 520, e);
+    EXPECT_TRUE(can_run_wgmma_packed(p));
+    force_route(Route::kWgmmaPacked);
+    EXPECT_EQ(choose_route(p), Route::kWgmmaPacked);
+    force_route(std::nullopt);
+  }
+  std::vector<Problem> others;
+  for (const int64_t H : {2, 12, 20, 32, 64}) {
+    others.push_back(h200_wgmma(13, 300, H, 520, 4));
+  }
+  for (const int64_t H : {4, 24, 64}) {
+    others.push_back(h200_wgmma(13, 300, H, 520, 2));
+  }
+  auto tf32 = h200_wgmma(13, 300, 8, 520, 4);
+  tf32.tf32_allowed = true;
+  others.push_back(tf32);
+  auto strided = h200_wgmma(13, 300, 8, 520, 4);
+  strided.x_vectors = strided.x_tma_ok = false;
+  others.push_back(strided);
+  auto ampere = h200_wgmma(13, 300, 8, 520, 2);
+  ampere.arch = 80;
+  others.push_back(ampere);
+  for (const Problem& p : others) {
+    SCOPED_TRACE(::testing::Message() << p.R << "," << p.B << "," << p.H << ","
+                                      << p.K << " e" << p.element_size);
+    EXPECT_FALSE(can_run_wgmma_packed(p));
+    force_route(Route::kWgmmaPacked);
+    const Route forced = choose_route(p);
+    force_route(std::nullopt);
+    EXPECT_EQ(forced, choose_route(p));
+  }
+}
+
+TEST(KernelChoice, NarrowFloatHeadsTakeStepsOfWholeHeads) {
+  // float32 heads of 4, 8 or 16 over whole row tiles (padded by at most an
+  // eighth): steps of whole heads from 64 tiles of 128 x 128 where the
+  // contraction fills two steps, from 128 where it fills one.
+  expect_route({{16, 128, 4, 8192},
+                {4, 128, 16, 8192},
+                {16, 256, 8, 4096},
+                {64, 1024, 4, 8192},
+                {16, 4096, 16, 4096},
+                {4, 512, 8, 4096},
+                {64, 4096, 16, 1024},
+                {16, 1000, 8, 8192},
+                {16, 240, 4, 32768}},
+               4, Route::kWgmmaPacked);
+  // Fewer tiles, a contraction shorter than a step, rows short of a tile or
+  // padded by more than an eighth: heads of a quarter of a step or less
+  // take cat + cuBLAS at any row count, not the kernel's steps within a head.
+  expect_route({{16, 128, 8, 4096},
+                {4, 1024, 8, 1024},
+                {4, 1024, 4, 8192},
+                {4, 4096, 4, 4096},
+                {64, 4096, 2, 4096},
+                {16, 100, 8, 32768},
+                {16, 160, 8, 32768},
+                {16, 300, 4, 32768}},
+               4, Route::kCublasCat);
+  // Heads of 16 fill half their steps: over padded row tiles the kernel
+  // keeps its steps within a head where it took them.
+  expect_route({{16, 300, 16, 8192}}, 4, Route::kWgmma);
+  // Not under TF32, nor over x in the concatenation's order, nor in the
+  // half types, whose cuBLAS runs on the tensor cores too.
+  for (const Shape& s : {Shape{16, 1024, 8, 8192}, Shape{64, 4096, 16, 4096}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << s[0] << "," << s[1] << "," << s[2] << "," << s[3]);
+    auto tf32 = h200_wgmma(s[0], s[1], s[2], s[3], 4);
+    tf32.tf32_allowed = true;
+    EXPECT_NE(choose_route(tf32), Route::kWgmmaPacked);
+    auto view = h200_wgmma(s[0], s[1], s[2], s[3], 4);
+    view.x_gathered_view = true;
+    EXPECT_NE(choose_route(view), Route::kWgmmaPacked);
+    EXPECT_NE(choose_route(h200_wgmma(s[0], s[1], s[2], s[3], 2)),
+              Route::kWgmmaPacked);
+  }
 }
 
 TEST(KernelChoice, OnePassTilesFillTheGridsRounds) {

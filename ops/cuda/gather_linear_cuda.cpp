@@ -153,7 +153,8 @@ void run(const at::Tensor& x, const at::Tensor& weight,
         } else if (route == cuda::Route::kWgmma ||
                    route == cuda::Route::kWgmmaPingpong ||
                    route == cuda::Route::kWgmmaSplit ||
-                   route == cuda::Route::kWgmmaStationary) {
+                   route == cuda::Route::kWgmmaStationary ||
+                   route == cuda::Route::kWgmmaPacked) {
           C10_CUDA_CHECK(launch_wgmma_if_built(p, route, problem.tf32_allowed,
                                                tail ? &*tail : nullptr,
                                                choice.wgmma_tile_cols, stream));

@@ -71,9 +71,10 @@ struct WgmmaTail {
 /// can_run_wgmma(). `route`: kWgmma, or one of its schedules for __half and
 /// __nv_bfloat16, kWgmmaPingpong (can_run_wgmma_pingpong()), kWgmmaSplit
 /// (can_run_wgmma_split()) or kWgmmaStationary
-/// (can_run_wgmma_stationary()). `tail` (kWgmma's three products only):
-/// plan_wgmma_tail()'s, with its workspace, or nullptr (every tile whole).
-/// `tile_cols` (kWgmma's one pass only, half types or TF32, without a
+/// (can_run_wgmma_stationary()); or kWgmmaPacked (can_run_wgmma_packed():
+/// half types, float32's three products). `tail` (kWgmma's three products
+/// only): plan_wgmma_tail()'s, with its workspace, or nullptr (every tile
+/// whole). `tile_cols` (kWgmma's one pass only, half types or TF32, without a
 /// tail): RouteChoice::wgmma_tile_cols, 0 for the instance's own tiles.
 template <typename T>
 cudaError_t launch_wgmma(const GatherLinearParams<T>& params, Route route,

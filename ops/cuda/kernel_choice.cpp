@@ -368,6 +368,24 @@ constexpr int64_t kMaxWgmmaSplitShortContraction = 512;
 constexpr int64_t kMinWgmmaSplitRowsShort = 64;
 constexpr int64_t kMaxWgmmaSplitMidContraction = 2048;
 constexpr int64_t kMinWgmmaSplitRowsMid = 128;
+// Heads of at most a quarter of a step (float32 heads of 8 or fewer) lost
+// at any row count, the kernel multiplying three zeros or more for each
+// value ("v71", an H100: 4-64,128-4096,4-8,4096-32768 0.33-0.78x).
+constexpr int64_t kMaxWgmmaStepUsePercentAnyRows = 25;
+// Steps of whole heads (kWgmmaPacked: float32 heads of 4, 8 or 16) beat
+// cat + cuBLAS over whole row tiles from this many 128 x 128 tiles where
+// the contraction fills two steps, and from twice as many where it fills
+// one ("v71", an H100: 117 of 243 problems, R 4-64, B 33-4096, K
+// 1024-32768, 1.06-2.15x, geometric mean 1.49x; 14 of them took
+// 0.33-1.22x with steps within a head). Fewer tiles, one row tile of up to
+// 64 rows or a contraction shorter than a step lost (16,128,8,4096 0.99x,
+// 16,256,8,1024 0.85x, 64,33,16,4096 0.90x, 4,1024,4,8192 0.95x). Rows
+// past whole tiles cost the kernel a tile where cuBLAS pays for the rows
+// alone: it takes them only where the tiles' rows exceed the problem's
+// by at most an eighth.
+constexpr int64_t kMinWgmmaPackedTiles = 64;
+constexpr int64_t kMinWgmmaPackedFullSteps = 2;
+constexpr int64_t kMaxWgmmaPackedPaddedRowsEighths = 1;
 // Its one-pass TF32 instance, where the user allowed TF32 (bench/NOTES.md,
 // "v23"), beat cat + cuBLAS under TF32 from 128 of its 128 x 256 tiles up to
 // K = 4096, over the contractions (R * H from 512) and weights (to 128 MiB,
@@ -740,13 +758,37 @@ bool wgmma_steps_mostly_full(const Problem& p) {
 // Whether float32's three products, where the measured table takes them,
 // lose to cat + cuBLAS all the same: heads that leave most of their steps
 // empty over up to kMaxWgmmaFewStepRows rows, or over two row tiles of up
-// to kMaxWgmmaNarrowStepRows. There the streaming and warp-mma kernels lost
-// too ("v66": 16,157,40,5486 0.76x and 0.89x; "v70": the stream 0.51-0.93x
-// over 33-64 rows from K = 16384).
+// to kMaxWgmmaNarrowStepRows, and heads of at most
+// kMaxWgmmaStepUsePercentAnyRows of a step over any rows (where steps of
+// whole heads do not win, taking_wgmma_by_table). There the streaming and
+// warp-mma kernels lost too ("v66": 16,157,40,5486 0.76x and 0.89x; "v70": the
+// stream 0.51-0.93x over 33-64 rows from K = 16384).
 bool wgmma_steps_left_empty(const Problem& p) {
+  const int64_t step = kWgmmaStepBytes / p.element_size;
   return wgmma_three_products(p) && !wgmma_steps_mostly_full(p) &&
          (p.B <= kMaxWgmmaFewStepRows ||
-          (p.B > kWgmmaTileRows && p.B <= kMaxWgmmaNarrowStepRows));
+          (p.B > kWgmmaTileRows && p.B <= kMaxWgmmaNarrowStepRows) ||
+          100 * p.H <= kMaxWgmmaStepUsePercentAnyRows * step);
+}
+
+// Whether float32's three products over steps of whole heads
+// (can_run_wgmma_packed) beat cat + cuBLAS: a row tile or more, padded by
+// at most kMaxWgmmaPackedPaddedRowsEighths of the rows, and
+// kMinWgmmaPackedTiles tiles where the contraction fills
+// kMinWgmmaPackedFullSteps steps, twice as many where it fills one. x in
+// the concatenation's own order keeps cuBLAS over its view, which the table
+// did not measure against it.
+bool wgmma_packed_wins(const Problem& p) {
+  const int64_t padded_rows = ceil_div(p.B, kWgmmaTileRows) * kWgmmaTileRows;
+  if (!wgmma_three_products(p) || p.x_gathered_view || p.B < kWgmmaTileRows ||
+      8 * (padded_rows - p.B) > kMaxWgmmaPackedPaddedRowsEighths * p.B) {
+    return false;
+  }
+  const int64_t full_steps = p.R * p.H * p.element_size / kWgmmaStepBytes;
+  const int64_t tiles = wgmma_tiles(p);
+  return full_steps >= kMinWgmmaPackedFullSteps
+             ? tiles >= kMinWgmmaPackedTiles
+             : full_steps >= 1 && tiles >= 2 * kMinWgmmaPackedTiles;
 }
 
 // Whether float32's three products would store `p`'s few rows of out
@@ -960,9 +1002,13 @@ RouteChoice taking_wgmma(const Problem& p) {
   return choice;
 }
 
-// Where the table takes the Hopper kernel: its default schedule, unless
-// float32's steps would be left mostly empty, where `fallback` wins.
+// Where the table takes the Hopper kernel: steps of whole heads where those
+// win, else its default schedule, unless float32's steps would be left
+// mostly empty, where `fallback` wins.
 RouteChoice taking_wgmma_by_table(const Problem& p, Route fallback) {
+  if (wgmma_packed_wins(p) && can_run_wgmma_packed(p)) {
+    return taking(Route::kWgmmaPacked);
+  }
   return wgmma_steps_left_empty(p) ? taking(fallback) : taking_wgmma(p);
 }
 
@@ -993,6 +1039,8 @@ const char* route_name(Route route) {
       return "wgmma-split";
     case Route::kWgmmaStationary:
       return "wgmma-stationary";
+    case Route::kWgmmaPacked:
+      return "wgmma-packed";
     case Route::kTiled:
       return "tiled";
     case Route::kCublasView:
@@ -1231,6 +1279,13 @@ bool can_run_wgmma_stationary(const Problem& p) {
          ceil_div(p.K, kWgmmaStationaryTileCols) <= p.sm_count;
 }
 
+bool can_run_wgmma_packed(const Problem& p) {
+  const int64_t head_bytes = p.H * p.element_size;
+  return can_run_wgmma(p) && (p.element_size == 2 || wgmma_three_products(p)) &&
+         std::find(kWgmmaPackedHeadBytes.begin(), kWgmmaPackedHeadBytes.end(),
+                   head_bytes) != kWgmmaPackedHeadBytes.end();
+}
+
 bool wgmma_stationary_asks_l2_first(int64_t resident, int64_t tiles,
                                     int sm_count) {
   return 2 * resident <= sm_count ||
@@ -1309,6 +1364,8 @@ RouteChoice choose(const Problem& p) {
       if (can_run_wgmma_stationary(p)) {
         return taking(Route::kWgmmaStationary);
       }
+    } else if (*forced == Route::kWgmmaPacked) {
+      if (can_run_wgmma_packed(p)) return taking(Route::kWgmmaPacked);
     } else if (*forced != Route::kCublasView || p.x_gathered_view) {
       return taking(*forced);
     }

@@ -64,17 +64,18 @@ enum class Route {
   kWgmmaPingpong,  // the same, each consumer warp group its own tiles
   kWgmmaSplit,     // the same, a tile's contraction split over a cluster
   kWgmmaStationary,  // sm90/stationary_kernel.cuh: the weight in registers
+  kWgmmaPacked,      // sm90/wgmma_kernel.cuh, a step over whole narrow heads
   kTiled,            // tiled_kernel.cuh: any problem, CUDA cores
   kCublasView,       // one cuBLAS GEMM over x's gathered view
   kCublasCat,        // cat + one cuBLAS GEMM: the reference's own route
 };
 
 /// Every route, in the order above.
-inline constexpr Route kRoutes[] = {Route::kWarpDot,         Route::kWarpMma,
-                                    Route::kStream,          Route::kWgmma,
-                                    Route::kWgmmaPingpong,   Route::kWgmmaSplit,
-                                    Route::kWgmmaStationary, Route::kTiled,
-                                    Route::kCublasView,      Route::kCublasCat};
+inline constexpr Route kRoutes[] = {
+    Route::kWarpDot,         Route::kWarpMma,       Route::kStream,
+    Route::kWgmma,           Route::kWgmmaPingpong, Route::kWgmmaSplit,
+    Route::kWgmmaStationary, Route::kWgmmaPacked,   Route::kTiled,
+    Route::kCublasView,      Route::kCublasCat};
 
 const char* route_name(Route route);
 
@@ -178,6 +179,14 @@ bool can_run_wgmma_split(const Problem& p);
 /// 128-column tile's weight in its consumers' registers), and no more
 /// 128-column tiles than multiprocessors.
 bool can_run_wgmma_stationary(const Problem& p);
+/// The widths in bytes of the heads narrower than a step of the Hopper
+/// kernel (128 bytes) that its packed instances take, a step spanning whole
+/// heads: float32 heads of 4, 8 and 16, half-type heads of 8, 16 and 32.
+inline constexpr std::array<int64_t, 3> kWgmmaPackedHeadBytes = {16, 32, 64};
+/// Whether the packed instances (kWgmmaPacked) can take `p`:
+/// can_run_wgmma(p), heads of kWgmmaPackedHeadBytes, and float32 in three
+/// products (TF32 not allowed) or a half type.
+bool can_run_wgmma_packed(const Problem& p);
 /// Whether the stationary-weight kernel's `resident` blocks (of
 /// `sm_count` multiprocessors, over `tiles` tiles) ask L2 for their first
 /// tile's stages before they wait for the grid before them: where they

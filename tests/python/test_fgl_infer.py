@@ -20,7 +20,8 @@ pytestmark = pytest.mark.filterwarnings(
 # What fgl::gather_linear_route answers on the CPU and on CUDA.
 ROUTES = {"dot", "gemm-view", "gemm-cat", "gemm-slices", "warp-dot",
           "warp-mma", "stream", "wgmma", "wgmma-pingpong", "wgmma-split",
-          "wgmma-stationary", "tiled", "cublas-view", "cublas-cat"}
+          "wgmma-stationary", "wgmma-packed", "tiled", "cublas-view",
+          "cublas-cat"}
 
 BINARY = os.environ["FGL_INFER"]
 MAKE_FIXTURES = os.environ.get("FGL_MAKE_FIXTURES")

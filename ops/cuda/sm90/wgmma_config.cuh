@@ -65,9 +65,13 @@ inline constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 /// every block (tile_schedule.h), where whole tiles would leave blocks idle
 /// (float32's three products). kCols: the output columns of one pass's
 /// shared tiles (half types, TF32), 0 for the schedule's own
-/// (kernel_choice.h's wgmma_fitted_tile_cols chooses).
+/// (kernel_choice.h's wgmma_fitted_tile_cols chooses). kPackedHeads: 0
+/// where a step lies within one head, (h-tile, r) in turn; else the width
+/// of heads narrower than a step, kBK / kPackedHeads whole heads a step
+/// (shared tiles dealt whole, the instance's own width).
 template <typename T, bool kSplit = false, bool kPingpong_ = false,
-          bool kClusterSplit_ = false, bool kTailSplit_ = false, int kCols = 0>
+          bool kClusterSplit_ = false, bool kTailSplit_ = false, int kCols = 0,
+          int kPackedHeads_ = 0>
 struct Config {
   static_assert(!kSplit || std::is_same_v<T, float>, "a float32 instance");
   static_assert(!(kSplit && kPingpong_), "the split shares its stages");
@@ -83,6 +87,10 @@ struct Config {
   static constexpr bool kPingpong = kPingpong_;
   static constexpr bool kClusterSplit = kClusterSplit_;
   static constexpr bool kTailSplit = kTailSplit_;
+  static constexpr int kPackedHeads = kPackedHeads_;
+  static_assert(kPackedHeads == 0 || (!kPingpong_ && !kClusterSplit_ &&
+                                      !kTailSplit_ && kCols == 0),
+                "packed heads: shared tiles dealt whole");
   static constexpr int kBM = kPingpong ? 64 : 128;  // rows of B per tile
   using Element = typename Types<T>::Operand;
   // What the copy engine loads: the operand, or float32 to be split.
@@ -105,12 +113,34 @@ struct Config {
   // width of the swizzle.
   static constexpr int kBK = 128 / sizeof(Element);
   static constexpr int kChunkCols = 128 / sizeof(Out);
+  // Whole heads a step, each row of them at least a 16-byte vector (the
+  // copy engine's innermost box).
+  static_assert(kPackedHeads == 0 || (kBK % kPackedHeads == 0 &&
+                                      kPackedHeads * sizeof(Element) % 16 == 0),
+                "packed heads divide a step");
+  // A tile's steps: k_tiles along each of r_steps heads in turn, or with
+  // packed heads k_tiles steps of whole heads (one pass, r_steps 1).
+  CUTE_HOST_DEVICE static int k_tiles(const GatherLinearParams<T>& p) {
+    return kPackedHeads == 0
+               ? static_cast<int>((p.H + kBK - 1) / kBK)
+               : static_cast<int>((p.R * kPackedHeads + kBK - 1) / kBK);
+  }
+  CUTE_HOST_DEVICE static int r_steps(const GatherLinearParams<T>& p) {
+    return kPackedHeads == 0 ? static_cast<int>(p.R) : 1;
+  }
+  CUTE_HOST_DEVICE static int steps(const GatherLinearParams<T>& p) {
+    return k_tiles(p) * r_steps(p);
+  }
   using TileA = Shape<Int<kBM>, Int<kBK>>;
   using TileB = Shape<Int<kBN>, Int<kBK>>;
   // 128-byte swizzled rows: what both TMA writes and wgmma reads without
   // bank conflicts.
+  // x's tiles of packed heads are not swizzled: the copy engine's boxes of
+  // whole heads are narrower than the swizzle's 128-byte rows, and land as
+  // wgmma's plain 8-row core matrices instead.
   using SmemLayoutA = decltype(tile_to_shape(
-      GMMA::Layout_K_SW128_Atom<Element>{},
+      std::conditional_t<kPackedHeads == 0, GMMA::Layout_K_SW128_Atom<Element>,
+                         GMMA::Layout_K_INTER_Atom<Element>>{},
       make_shape(Int<kBM>{}, Int<kBK>{}, Int<kStages>{})));
   using SmemLayoutB = decltype(tile_to_shape(
       GMMA::Layout_K_SW128_Atom<Element>{},
@@ -200,21 +230,40 @@ struct SharedStorage {
 };
 
 // The tensors the copy engine is described over (host and device agree), of
-// the element type E it loads.
-template <typename E, typename T>
+// the element type E it loads: (B, H, R) and (K, H, R), tiled along H a step
+// at a time. With kPackedHeads, heads of that static width fold into one
+// contraction mode, (B, (H, R), 1) and (K, (H, R), 1), which a step's tile
+// crosses head by head: the copy engine reads x into the unswizzled tiles
+// of SmemLayoutA as boxes of (16 bytes of a head, rows, heads), zero past
+// the last head, and the weight's columns as a plain 2-D box.
+template <typename E, int kPackedHeads = 0, typename T>
 CUTE_HOST_DEVICE auto x_tensor(const GatherLinearParams<T>& p) {
-  return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.x)),
-                     make_shape(static_cast<int>(p.B), static_cast<int>(p.H),
-                                static_cast<int>(p.R)),
-                     make_stride(p.x_stride_b, Int<1>{}, p.x_stride_r));
+  const auto x = make_gmem_ptr(reinterpret_cast<const E*>(p.x));
+  const int B = static_cast<int>(p.B), R = static_cast<int>(p.R);
+  if constexpr (kPackedHeads == 0) {
+    return make_tensor(x, make_shape(B, static_cast<int>(p.H), R),
+                       make_stride(p.x_stride_b, Int<1>{}, p.x_stride_r));
+  } else {
+    return make_tensor(
+        x, make_shape(B, make_shape(Int<kPackedHeads>{}, R), Int<1>{}),
+        make_stride(p.x_stride_b, make_stride(Int<1>{}, p.x_stride_r),
+                    Int<0>{}));
+  }
 }
 
-template <typename E, typename T>
+template <typename E, int kPackedHeads = 0, typename T>
 CUTE_HOST_DEVICE auto weight_tensor(const GatherLinearParams<T>& p) {
-  return make_tensor(make_gmem_ptr(reinterpret_cast<const E*>(p.weight)),
-                     make_shape(static_cast<int>(p.K), static_cast<int>(p.H),
-                                static_cast<int>(p.R)),
-                     make_stride(p.weight_stride_k, Int<1>{}, p.H));
+  const auto w = make_gmem_ptr(reinterpret_cast<const E*>(p.weight));
+  const int K = static_cast<int>(p.K), R = static_cast<int>(p.R);
+  if constexpr (kPackedHeads == 0) {
+    return make_tensor(w, make_shape(K, static_cast<int>(p.H), R),
+                       make_stride(p.weight_stride_k, Int<1>{}, p.H));
+  } else {
+    return make_tensor(
+        w, make_shape(K, make_shape(Int<kPackedHeads>{}, R), Int<1>{}),
+        make_stride(p.weight_stride_k,
+                    make_stride(Int<1>{}, Int<kPackedHeads>{}), Int<0>{}));
+  }
 }
 
 template <typename T>

@@ -9,12 +9,15 @@
 // W[:, r*H : (r+1)*H] where they lie, zero-filling past B, K and H, so an H
 // that is not a multiple of the K-tile (64 halves, 32 floats) costs zeros
 // multiplied, not a second path. The contraction walks the (h-tile, r)
-// pairs in order. float16 and bfloat16 multiply as they are; float32 as
-// TF32 where the user allowed TF32, else at float32 accuracy as three TF32
-// products (tf32_split.cuh): the copy engine loads float32 as it is, two
-// warps of the producer's group split the weight's stages in shared memory
-// as they land (the big parts in place, the remainders beside them), and
-// the consumers split x's in registers, which wgmma takes as its A operand.
+// pairs in order. Heads of 16, 32 or 64 bytes would leave much of such a step
+// empty; there (kPackedHeads) a step spans whole heads instead, x's tiles
+// unswizzled and the weight's columns read as they lie (wgmma_config.cuh's
+// x_tensor). float16 and bfloat16 multiply as they are; float32 as TF32 where
+// the user allowed TF32, else at float32 accuracy as three TF32 products
+// (tf32_split.cuh): the copy engine loads float32 as it is, two warps of the
+// producer's group split the weight's stages in shared memory as they land (the
+// big parts in place, the remainders beside them), and the consumers split x's
+// in registers, which wgmma takes as its A operand.
 //
 // A persistent block per multiprocessor takes 128 x 256 tiles of out in
 // turn (128 x 128 for float32's split, whose two register sets need the
@@ -86,10 +89,10 @@ __device__ __forceinline__ void split_in_place(const void* values,
 /// `tail` cuts the last round's tiles (tile_schedule.h), pieces of those
 /// after. kThreads threads; dynamic shared memory
 /// sizeof(SharedStorage<Config<T, kSplit, kPingpong, kClusterSplit,
-/// kTailSplit, kCols>>).
+/// kTailSplit, kCols, kPackedHeads>>).
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit,
-          bool kTailSplit, int kCols, typename TmaA, typename TmaB,
-          typename TmaC>
+          bool kTailSplit, int kCols, int kPackedHeads, typename TmaA,
+          typename TmaB, typename TmaC>
 __global__ void __launch_bounds__(kThreads, 1)
     gather_linear_wgmma_kernel(const __grid_constant__ TmaA tma_a,
                                const __grid_constant__ TmaB tma_b,
@@ -97,7 +100,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                                const GatherLinearParams<T> p,
                                const Tail<kTailSplit> tail) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols,
+                     kPackedHeads>;
   using Pipeline = typename Cfg::Pipeline;
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN;
   // The threads that multiply a tile (and release its stages).
@@ -152,9 +156,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                           typename Cfg::SmemLayoutA{});  // (BM, BK, stage)
   Tensor sB = make_tensor(make_smem_ptr(smem.b.begin()),
                           typename Cfg::SmemLayoutB{});  // (BN, BK, stage)
-  const int k_tiles = (static_cast<int>(p.H) + Cfg::kBK - 1) / Cfg::kBK;
+  const int k_tiles = Cfg::k_tiles(p);
   // The block's share of a tile's (h-tile, r) steps.
-  const int all_steps = k_tiles * static_cast<int>(p.R);
+  const int all_steps = Cfg::steps(p);
   const int step0 = all_steps * rank / splits;
   const int steps = all_steps * (rank + 1) / splits - step0;
   // The block's shares of tiles go by an index v = first_tile + i *
@@ -242,8 +246,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (threadIdx.x != 0) return;
     using Loaded = typename Cfg::Loaded;
-    Tensor mA = tma_a.get_tma_tensor(shape(x_tensor<Loaded>(p)));
-    Tensor mB = tma_b.get_tma_tensor(shape(weight_tensor<Loaded>(p)));
+    Tensor mA = tma_a.get_tma_tensor(shape(x_tensor<Loaded, kPackedHeads>(p)));
+    Tensor mB =
+        tma_b.get_tma_tensor(shape(weight_tensor<Loaded, kPackedHeads>(p)));
     auto state = cutlass::make_producer_start_state<Pipeline>();
     for (int v = first_tile; v < shares_end; v += tile_stride) {
       const auto share = share_at(v);

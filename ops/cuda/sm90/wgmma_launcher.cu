@@ -26,18 +26,19 @@ cudaError_t current_device(int& device, int& sm_count) {
 }
 
 template <typename T, bool kSplit, bool kPingpong, bool kClusterSplit = false,
-          bool kTailSplit = false, int kCols = 0>
+          bool kTailSplit = false, int kCols = 0, int kPackedHeads = 0>
 cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
                    cudaStream_t stream) {
   using namespace wgmma;
-  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols>;
+  using Cfg = Config<T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols,
+                     kPackedHeads>;
   using Loaded = typename Cfg::Loaded;
-  const auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, x_tensor<Loaded>(p),
-                                   typename Cfg::SmemLayoutA{}(_, _, 0),
-                                   typename Cfg::TileA{});
-  const auto tma_b = make_tma_atom(SM90_TMA_LOAD{}, weight_tensor<Loaded>(p),
-                                   typename Cfg::SmemLayoutB{}(_, _, 0),
-                                   typename Cfg::TileB{});
+  const auto tma_a = make_tma_atom(
+      SM90_TMA_LOAD{}, x_tensor<Loaded, kPackedHeads>(p),
+      typename Cfg::SmemLayoutA{}(_, _, 0), typename Cfg::TileA{});
+  const auto tma_b = make_tma_atom(
+      SM90_TMA_LOAD{}, weight_tensor<Loaded, kPackedHeads>(p),
+      typename Cfg::SmemLayoutB{}(_, _, 0), typename Cfg::TileB{});
   int device = 0, sm_count = 0;
   if (const auto err = current_device(device, sm_count); err != cudaSuccess) {
     return err;
@@ -46,8 +47,8 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
       (p.B + Cfg::kBM - 1) / Cfg::kBM * ((p.K + Cfg::kBN - 1) / Cfg::kBN);
   const auto start = [&](const auto& tma_c) {
     const auto kernel = gather_linear_wgmma_kernel<
-        T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols, decltype(tma_a),
-        decltype(tma_b), std::decay_t<decltype(tma_c)>>;
+        T, kSplit, kPingpong, kClusterSplit, kTailSplit, kCols, kPackedHeads,
+        decltype(tma_a), decltype(tma_b), std::decay_t<decltype(tma_c)>>;
     constexpr int smem_bytes = sizeof(SharedStorage<Cfg>);
     static_assert(smem_bytes <= 227 * 1024, "a multiprocessor's opt-in share");
     if (const auto err = cudaFuncSetAttribute(
@@ -70,8 +71,7 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
           err != cudaSuccess) {
         return err;
       }
-      splits = wgmma_cluster_splits(
-          tiles, (p.H + Cfg::kBK - 1) / Cfg::kBK * p.R, resident);
+      splits = wgmma_cluster_splits(tiles, Cfg::steps(p), resident);
       if (splits < 2) return cudaErrorInvalidValue;
       groups = std::max(resident[splits], 1);
     }
@@ -80,9 +80,8 @@ cudaError_t launch(const GatherLinearParams<T>& p, const WgmmaTail* tail_plan,
     Tail<kTailSplit> tail{};
     if constexpr (kTailSplit) {
       // The plan's layout, for this grid and these tiles.
-      const int steps = static_cast<int>((p.H + Cfg::kBK - 1) / Cfg::kBK * p.R);
       const tile_schedule::Layout& l = tail_plan->layout;
-      if (!tile_schedule::cuts_tail_of(l, tiles, steps,
+      if (!tile_schedule::cuts_tail_of(l, tiles, Cfg::steps(p),
                                        static_cast<int>(blocks)) ||
           tail_plan->workspace == nullptr ||
           tail_plan->workspace_bytes <
@@ -166,6 +165,32 @@ cudaError_t launch_stationary(const GatherLinearParams<T>& p,
   return start(NoTmaStore{});
 }
 
+// Shared tiles dealt whole, heads of H packed a step
+// (kWgmmaPackedHeadBytes): one pass in the half types, float32's three
+// products.
+template <typename T>
+cudaError_t launch_packed(const GatherLinearParams<T>& p, cudaStream_t stream) {
+  static_assert(
+      kWgmmaPackedHeadBytes.size() == 3 && kWgmmaPackedHeadBytes[0] == 16 &&
+          kWgmmaPackedHeadBytes[1] == 32 && kWgmmaPackedHeadBytes[2] == 64,
+      "an instance a width");
+  constexpr bool kSplit = std::is_same_v<T, float>;
+  constexpr int kE = sizeof(T);
+  switch (p.H * kE) {
+    case 16:
+      return launch<T, kSplit, false, false, false, 0, 16 / kE>(p, nullptr,
+                                                                stream);
+    case 32:
+      return launch<T, kSplit, false, false, false, 0, 32 / kE>(p, nullptr,
+                                                                stream);
+    case 64:
+      return launch<T, kSplit, false, false, false, 0, 64 / kE>(p, nullptr,
+                                                                stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
 // One pass over shared tiles dealt whole (half types, TF32), `cols` output
 // columns wide (0: the schedule's own).
 template <typename T>
@@ -195,6 +220,11 @@ cudaError_t launch_wgmma(const GatherLinearParams<T>& p, Route route,
   // The tail split is the three products', narrower tiles one pass's.
   if (tail != nullptr ? !split : split && tile_cols != 0) {
     return cudaErrorNotSupported;
+  }
+  if (route == Route::kWgmmaPacked) {
+    // float32's one TF32 pass has no packed instance.
+    if (std::is_same_v<T, float> && !split) return cudaErrorNotSupported;
+    return launch_packed(p, stream);
   }
   if constexpr (std::is_same_v<T, float>) {
     if (route != Route::kWgmma) return cudaErrorNotSupported;
