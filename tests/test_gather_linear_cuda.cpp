@@ -437,9 +437,8 @@ TEST(TensorCoreKernel, IsExactInEachFittedTileWidth) {
 // (64,1000,4,1000: 8 steps), one row, and more tiles than multiprocessors
 // (9,8400,16,260: 198); out's bits the same call to call, close to
 // float64. Unforced, the policy takes float32 16,1024,8,8192 there. Then
-// x permuted in memory ((B, R, H) seen as (R, B, H)) without
-// bias, and NaN and Inf where cat + linear puts them. Heads of 4 in the
-// half types (8 bytes), forced, take the policy's route.
+// x permuted in memory ((B, R, H) seen as (R, B, H)) without bias, and NaN
+// and Inf where cat + linear puts them.
 TEST(TensorCoreKernel, PackedHeadsAreExactAndDeterministic) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device in this process";
   const ScopedTf32 tf32(false);

@@ -779,9 +779,9 @@ bool wgmma_steps_left_empty(const Problem& p) {
 // the concatenation's own order keeps cuBLAS over its view, which the table
 // did not measure against it.
 bool wgmma_packed_wins(const Problem& p) {
-  const int64_t padded_rows = ceil_div(p.B, kWgmmaTileRows) * kWgmmaTileRows;
+  const int64_t padding = kWgmmaTileRows - last_tile_rows(p.B, kWgmmaTileRows);
   if (!wgmma_three_products(p) || p.x_gathered_view || p.B < kWgmmaTileRows ||
-      8 * (padded_rows - p.B) > kMaxWgmmaPackedPaddedRowsEighths * p.B) {
+      8 * padding > kMaxWgmmaPackedPaddedRowsEighths * p.B) {
     return false;
   }
   const int64_t full_steps = p.R * p.H * p.element_size / kWgmmaStepBytes;
